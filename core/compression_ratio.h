@@ -1,0 +1,20 @@
+// Parsing and validating a compression ratio from its decimal text (e.g. "0.9", "0.85", "1e-1" rejected).
+#pragma once
+
+#include <string>
+
+#include "core/types.h"
+
+namespace kvaudit {
+
+// Accepts plain decimals "0", "0.5", ".9", "0.950" with 0 <= rho < 1. Throws InputError naming `source`.
+CompressionRatio parse_compression_ratio(const std::string& text, const std::string& source = "--compression-ratio");
+
+// kvpress's budget: max(1, int(T * (1 - rho))) evaluated in IEEE double as Python does.
+Index kvpress_float_budget(Index tokens, double rho);
+
+// The exact budget max(1, floor((1 - rho) T)) from the decimal text, in integer arithmetic.
+// Throws InputError if the numbers would overflow 64-bit intermediates.
+Index exact_budget(Index tokens, const CompressionRatio& rho);
+
+}  // namespace kvaudit
