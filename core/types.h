@@ -28,6 +28,23 @@ struct ScoreTensor {
   }
 };
 
+// One layer's scores for one batch element: (heads, tokens) row-major, borrowed from a ScoreTensor or a vector.
+struct HeadScores {
+  Index heads = 0;
+  Index tokens = 0;
+  std::span<const float> values;
+
+  float at(Index head, Index token) const { return values[static_cast<std::size_t>(head * tokens + token)]; }
+};
+
+// What a selector keeps for one layer. One entry when the selection is shared by every head (the normal
+// case); one entry per head when the released code keeps a different set per head (kvpress ChunkKV's
+// fallback to its inner scorer's per-head top-k when the context holds no complete chunk).
+struct Selection {
+  std::vector<Positions> kept;
+  bool per_head() const { return kept.size() > 1; }
+};
+
 enum class Method { ChunkKV, EgChunkKV };
 
 // kvpress: the code released on PyPI, quirks included. exact: the seeds' description with the exact budget.
