@@ -1,0 +1,41 @@
+// What every audit stage receives, and the shape of the findings it returns (rendered by reports/).
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "core/io/dump.h"
+
+namespace kvaudit::audit {
+
+struct AuditContext {
+  std::string data_dir = "data";
+  std::uint64_t seed = 1;
+  bool quick = false;                          // smaller grids, for tests
+  const std::vector<io::PromptDump>* dumps = nullptr;  // loaded once by the caller; may be empty
+  std::function<void(const std::string&)> progress = [](const std::string&) {};
+};
+
+// A stage returns one JSON section:
+// {
+//   "section": "pooling",                      // stable id
+//   "title": "Entropy-budgeted contiguous pooling",
+//   "status": "ran" | "missing-inputs" | "failed",   // never silently absent
+//   "status_reason": "...",                    // when not "ran"
+//   "summary": { ... figures ... },
+//   "tables": [ {"title": "...", "columns": ["..."], "rows": [[...], ...]} ],
+//   "charts": [ {"title": "...", "kind": "histogram"|"line"|"bar", "x_label": "...", "y_label": "...",
+//                "series": [ {"name": "...", "points": [[x, y], ...]} ]} ],
+//   "findings": [ {"id": "...", "rule": "...", "verdict": "violates"|"conforms"|"inconclusive"|"not-run",
+//                  "message": "...", "reproduce": "kvaudit ... (exact command)", "counterexample": {...}} ],
+//   "claims": [ {"claim": "...", "source": "seed 002", "measured": "...",
+//                "verdict": "confirmed"|"refuted"|"not-testable", "why": "..."} ]
+// }
+using Section = nlohmann::json;
+using Stage = std::function<Section(const AuditContext&)>;
+
+}  // namespace kvaudit::audit

@@ -1,0 +1,46 @@
+// Real-model attention dumps: data/manifest.json + one safetensors file per prompt (docs/dump-format.md).
+#pragma once
+
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/types.h"
+
+namespace kvaudit::io {
+
+// A tensor read from a dump. Floating dtypes (F32, F16, BF16) are widened into `values`; integer dtypes
+// (I32, I64) land in `integers`.
+struct Tensor {
+  std::vector<Index> shape;
+  std::string dtype;
+  std::vector<float> values;
+  std::vector<Index> integers;
+};
+
+// Needle span [begin, end) in token positions, for needle-in-a-haystack prompts.
+struct Needle {
+  Index begin = 0;
+  Index end = 0;
+};
+
+struct PromptDump {
+  std::string name;   // manifest "name", e.g. "needle"
+  std::string kind;   // "needle", "qa", "code", ...
+  std::string file;   // path of the safetensors file
+  Index tokens = 0, layers = 0, q_heads = 0, kv_heads = 0, window = 0;
+  std::optional<Needle> needle;
+  std::map<std::string, Tensor> tensors;
+
+  // The tensor called `name`; throws InputError(file, name, "missing") if absent.
+  const Tensor& tensor(const std::string& name) const;
+  // A 3-D floating tensor (layers, heads, T) as a ScoreTensor; throws InputError on wrong rank or dtype.
+  ScoreTensor scores(const std::string& name) const;
+};
+
+// Loads every prompt listed in `data_dir`/manifest.json, validating the manifest, each file's sha256,
+// and each tensor's shape against the manifest's sizes. Throws InputError naming file and field.
+std::vector<PromptDump> load_dumps(const std::string& data_dir);
+
+}  // namespace kvaudit::io
