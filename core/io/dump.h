@@ -30,6 +30,8 @@ struct PromptDump {
   std::string kind;   // "needle", "qa", "code", ...
   std::string file;   // path of the safetensors file
   Index tokens = 0, layers = 0, q_heads = 0, kv_heads = 0, window = 0;
+  Index head_dim = 0;
+  std::vector<Index> qkv_layers;  // layers with qkv.layer{L}.query/key/value tensors
   std::optional<Needle> needle;
   std::map<std::string, Tensor> tensors;
 
@@ -38,6 +40,16 @@ struct PromptDump {
   // A 3-D floating tensor (layers, heads, T) as a ScoreTensor; throws InputError on wrong rank or dtype.
   ScoreTensor scores(const std::string& name) const;
 };
+
+// A recorded kvpress selection tensor is named kept.<press>.cr<ratio>, e.g. kept.eg_chunkkv_c10_r4.cr0.85.
+struct KeptName {
+  std::string press;  // e.g. "chunkkv_c10"
+  std::string ratio;  // the decimal text, e.g. "0.85"
+};
+// The parts of a kept.* tensor name; nullopt if `tensor_name` is not one.
+std::optional<KeptName> parse_kept_name(const std::string& tensor_name);
+// Row `layer` of a kept.* tensor (layers, n) with its trailing -1 padding removed, in stored order.
+Positions kept_positions(const Tensor& kept, Index layer);
 
 // Loads every prompt listed in `data_dir`/manifest.json, validating the manifest, each file's sha256,
 // and each tensor's shape against the manifest's sizes. Throws InputError naming file and field.

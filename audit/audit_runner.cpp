@@ -1,0 +1,215 @@
+// Unit enumeration, shard selection, and assembly of unit sections into report sections.
+#include "audit/audit_runner.h"
+
+#include <chrono>
+#include <ctime>
+#include <map>
+#include <set>
+#include <stdexcept>
+
+#include "core/error.h"
+#include "reports/report_schema.h"
+
+namespace kvaudit::audit {
+namespace {
+
+using nlohmann::json;
+
+struct Unit {
+  const StageInfo* stage;
+  std::string prompt;  // empty for global stages
+};
+
+std::vector<Unit> enumerate_units(const std::vector<io::PromptDump>& dumps) {
+  std::vector<Unit> units;
+  for (const auto& stage : audit_stages()) {
+    if (stage.per_prompt && !dumps.empty()) {
+      for (const auto& d : dumps) units.push_back({&stage, d.name});
+    } else {
+      units.push_back({&stage, ""});
+    }
+  }
+  return units;
+}
+
+std::string unit_key(const std::string& stage, const std::string& prompt) { return prompt.empty() ? stage : stage + "@" + prompt; }
+
+json missing_section(const StageInfo& stage, const std::string& why) {
+  return {{"section", stage.id}, {"title", stage.title}, {"status", "missing-inputs"}, {"status_reason", why}};
+}
+
+// Tags every row/series/finding/claim of a prompt's section with the prompt, then appends it to `into`.
+void absorb(json& into, const json& part, const std::string& prompt) {
+  auto tagged = [&](const std::string& s) { return prompt.empty() ? s : prompt + ": " + s; };
+  if (part.contains("summary")) {
+    if (prompt.empty()) into["summary"] = part["summary"];
+    else into["summary"][prompt] = part["summary"];
+  }
+  for (const auto& t : part.value("tables", json::array())) {
+    json* target = nullptr;
+    for (auto& existing : into["tables"])
+      if (existing["title"] == t["title"]) target = &existing;
+    if (!target) {
+      json fresh = {{"title", t["title"]}, {"columns", json::array()}, {"rows", json::array()}};
+      if (!prompt.empty()) fresh["columns"].push_back("prompt");
+      for (const auto& c : t["columns"]) fresh["columns"].push_back(c);
+      into["tables"].push_back(fresh);
+      target = &into["tables"].back();
+    }
+    for (const auto& row : t["rows"]) {
+      json r = json::array();
+      if (!prompt.empty()) r.push_back(prompt);
+      for (const auto& c : row) r.push_back(c);
+      (*target)["rows"].push_back(r);
+    }
+  }
+  for (const auto& c : part.value("charts", json::array())) {
+    json* target = nullptr;
+    for (auto& existing : into["charts"])
+      if (existing["title"] == c["title"]) target = &existing;
+    if (!target) {
+      json fresh = c;
+      fresh["series"] = json::array();
+      into["charts"].push_back(fresh);
+      target = &into["charts"].back();
+    }
+    for (auto s : c["series"]) {
+      s["name"] = tagged(s["name"].get<std::string>());
+      (*target)["series"].push_back(s);
+    }
+  }
+  for (auto f : part.value("findings", json::array())) {
+    if (!prompt.empty()) {
+      f["prompt"] = prompt;
+      f["id"] = tagged(f["id"].get<std::string>());
+    }
+    into["findings"].push_back(f);
+  }
+  for (auto c : part.value("claims", json::array())) {
+    if (!prompt.empty()) c["prompt"] = prompt;
+    into["claims"].push_back(c);
+  }
+}
+
+json assemble(const json& units, const json& inputs) {
+  json sections = json::array();
+  for (const auto& stage : audit_stages()) {
+    json section = {{"section", stage.id}, {"title", stage.title}, {"status", "ran"}, {"summary", json::object()},
+                    {"tables", json::array()}, {"charts", json::array()}, {"findings", json::array()}, {"claims", json::array()}};
+    std::vector<std::string> reasons;
+    for (const auto& u : units) {
+      if (u["stage"] != stage.id) continue;
+      const json& part = u["section"];
+      std::string prompt = u["prompt"];
+      std::string status = part.value("status", "failed");
+      if (status != "ran") {
+        // The worst status wins: failed > missing-inputs > not-run > ran.
+        static const std::map<std::string, int> rank = {{"ran", 0}, {"not-run", 1}, {"missing-inputs", 2}, {"failed", 3}};
+        if (rank.at(status) > rank.at(section["status"].get<std::string>())) section["status"] = status;
+        reasons.push_back((prompt.empty() ? "" : prompt + ": ") + part.value("status_reason", "no reason given"));
+      }
+      absorb(section, part, prompt);
+    }
+    if (!reasons.empty()) {
+      std::string joined;
+      for (const auto& r : reasons) joined += (joined.empty() ? "" : "; ") + r;
+      section["status_reason"] = joined;
+    }
+    sections.push_back(section);
+  }
+  json report = {{"schema", reports::kReportSchema}, {"inputs", inputs}, {"sections", sections}, {"units", units}};
+  report["claims"] = reports::collect_claims(sections);
+  int violations = 0, refuted = 0, open = 0;
+  for (const auto& s : sections) {
+    if (s["status"] != "ran") ++open;
+    for (const auto& f : s["findings"]) {
+      if (f["verdict"] == "violates") ++violations;
+      if (f["verdict"] == "inconclusive" || f["verdict"] == "not-run") ++open;
+    }
+  }
+  for (const auto& c : report["claims"])
+    if (c["verdict"] == "refuted") ++refuted;
+  report["verdict"] = (violations || refuted) ? "violates" : open ? "inconclusive" : "conforms";
+  report["totals"] = {{"violations", violations}, {"refuted_claims", refuted}, {"open_items", open}};
+  return report;
+}
+
+std::string utc_now() {
+  std::time_t t = std::chrono::system_clock::to_time_t(std::chrono::system_clock::now());
+  char buf[32];
+  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", std::gmtime(&t));
+  return buf;
+}
+
+}  // namespace
+
+json run_audit(const AuditOptions& options) {
+  if (options.shard_count < 1 || options.shard_index < 0 || options.shard_index >= options.shard_count)
+    throw InputError("--shard", "shard", "must be i/N with 0 <= i < N");
+  std::vector<io::PromptDump> dumps;
+  std::string data_problem;
+  try {
+    dumps = io::load_dumps(options.data_dir);
+  } catch (const InputError& e) {
+    data_problem = e.what();
+  }
+  json prompts = json::array();
+  for (const auto& d : dumps) prompts.push_back({{"name", d.name}, {"tokens", d.tokens}, {"file", d.file}});
+  json inputs = {{"data_dir", options.data_dir}, {"seed", options.seed}, {"quick", options.quick}, {"prompts", prompts}};
+  if (!data_problem.empty()) inputs["data_problem"] = data_problem;
+
+  std::vector<Unit> units = enumerate_units(dumps);
+  json done = json::array();
+  for (std::size_t u = 0; u < units.size(); ++u) {
+    if (static_cast<int>(u % static_cast<std::size_t>(options.shard_count)) != options.shard_index) continue;
+    const Unit& unit = units[u];
+    std::vector<io::PromptDump> slice;
+    for (const auto& d : dumps)
+      if (!unit.stage->per_prompt || d.name == unit.prompt) slice.push_back(d);
+    options.progress("audit: " + unit_key(unit.stage->id, unit.prompt) + " (" + std::to_string(u + 1) + "/" +
+                     std::to_string(units.size()) + ")");
+    AuditContext ctx{options.data_dir, options.seed, options.quick, &slice, options.progress};
+    json section;
+    if (unit.stage->per_prompt && dumps.empty()) {
+      section = missing_section(*unit.stage, "no real dumps loaded: " + (data_problem.empty() ? "manifest lists none" : data_problem));
+    } else {
+      try {
+        section = unit.stage->run(ctx);
+      } catch (const std::exception& e) {
+        section = {{"section", unit.stage->id}, {"title", unit.stage->title}, {"status", "failed"}, {"status_reason", e.what()}};
+      }
+    }
+    done.push_back({{"stage", unit.stage->id}, {"prompt", unit.prompt}, {"index", u}, {"section", section}});
+  }
+  json report = assemble(done, inputs);
+  report["coverage"] = {{"units_total", units.size()}, {"units_present", done.size()}};
+  report["volatile"] = {{"timestamp", utc_now()}, {"shard", std::to_string(options.shard_index) + "/" + std::to_string(options.shard_count)}};
+  return report;
+}
+
+json merge_reports(const std::vector<json>& shard_reports) {
+  if (shard_reports.empty()) throw std::invalid_argument("merge: no reports given");
+  const json& inputs = shard_reports.front().at("inputs");
+  std::map<std::size_t, json> by_index;
+  std::size_t total = shard_reports.front().at("coverage").at("units_total");
+  for (const auto& r : shard_reports) {
+    if (r.at("schema") != reports::kReportSchema) throw std::invalid_argument("merge: a report has another schema");
+    if (r.at("inputs") != inputs) throw std::invalid_argument("merge: reports come from audits with different inputs");
+    if (r.at("coverage").at("units_total") != total) throw std::invalid_argument("merge: reports disagree on the unit count");
+    for (const auto& u : r.at("units")) {
+      std::size_t index = u.at("index");
+      if (by_index.count(index)) throw std::invalid_argument("merge: unit " + std::to_string(index) + " appears twice");
+      by_index[index] = u;
+    }
+  }
+  json units = json::array();
+  for (auto& [i, u] : by_index) units.push_back(u);
+  json report = assemble(units, inputs);
+  report["coverage"] = {{"units_total", total}, {"units_present", units.size()}};
+  report["volatile"] = {{"timestamp", shard_reports.front().at("volatile").value("timestamp", "")}, {"shard", "merged"}};
+  if (units.size() != total)
+    throw std::invalid_argument("merge: " + std::to_string(total - units.size()) + " of " + std::to_string(total) + " units missing");
+  return report;
+}
+
+}  // namespace kvaudit::audit

@@ -1,0 +1,43 @@
+// Runs the audit as units of work (stage x prompt), possibly one shard of them, and assembles the report.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "audit/audit_context.h"
+
+namespace kvaudit::audit {
+
+struct AuditOptions {
+  std::string data_dir = "data";
+  std::uint64_t seed = 1;
+  bool quick = false;
+  int shard_index = 0;  // this run computes units u with u % shard_count == shard_index
+  int shard_count = 1;
+  std::function<void(const std::string&)> progress = [](const std::string&) {};
+};
+
+// A stage of the audit. Per-prompt stages run once per shipped prompt (with ctx.dumps holding that prompt
+// alone), which is what makes sharding and merging exact; global stages run once.
+struct StageInfo {
+  std::string id;
+  std::string title;
+  bool per_prompt = false;
+  Stage run;
+};
+
+// Every stage, in report order.
+const std::vector<StageInfo>& audit_stages();
+
+// Runs this shard's units and returns a report whose "units" hold their raw sections.
+nlohmann::json run_audit(const AuditOptions& options);
+
+// Combines reports of shards of the same audit (same inputs) into the report an unsharded run gives.
+// Throws std::invalid_argument if inputs differ, a unit appears twice, or units are missing.
+nlohmann::json merge_reports(const std::vector<nlohmann::json>& shard_reports);
+
+}  // namespace kvaudit::audit

@@ -1,0 +1,53 @@
+// The `kvaudit conform` wire protocol: one JSON request per line to the implementation, one JSON response back.
+//
+// Request  {"id": 7, "method": "eg-chunkkv", "scores": [[...T floats...], ...heads], "compression_ratio": 0.9,
+//           "chunk_length": 10, "rescue_size": 4, "entropy_threshold": null}
+// Response {"id": 7, "kept": [0, 1, 5, ...]}        one selection shared by every head
+//          {"id": 7, "kept": [[...], [...], ...]}    one selection per head (kvpress ChunkKV's fallback)
+// Scores are float32 values printed as the shortest decimal that parses back to the same double, so a
+// float64 reader sees exactly the float32 value and a float32 reader recovers it bit for bit (docs/conform.md).
+#pragma once
+
+#include <cstdint>
+#include <stdexcept>
+#include <string>
+
+#include "audit/conform/conform_case.h"
+
+namespace kvaudit::conform {
+
+// Why no usable answer came back. Each kind is reported under its own name; none is ever a pass.
+enum class ProtocolErrorKind { SpawnFailed, Crashed, Timeout, BadJson, WrongId, BadResponse };
+
+const char* to_string(ProtocolErrorKind kind);
+
+class ProtocolError : public std::runtime_error {
+ public:
+  ProtocolError(ProtocolErrorKind kind, const std::string& message)
+      : std::runtime_error(std::string(to_string(kind)) + ": " + message), kind_(kind) {}
+  ProtocolErrorKind kind() const { return kind_; }
+
+ private:
+  ProtocolErrorKind kind_;
+};
+
+// "chunkkv" / "eg-chunkkv".
+const char* method_name(Method method);
+// Parses "chunkkv" / "eg-chunkkv"; throws InputError naming `source`.
+Method parse_method(const std::string& text, const std::string& source);
+
+// The ratio's decimal text rewritten as a valid JSON number with the same exact value (".9" -> "0.9").
+std::string json_decimal(const std::string& ratio_text);
+
+// One request line, without the trailing newline. Throws InputError if a score is not finite (JSON has no
+// NaN or infinity; the oracle rejects them anyway).
+std::string encode_request(std::int64_t id, const ConformCase& c);
+
+// Reads a request line back (for `--replay`); the inverse of encode_request. Throws InputError.
+ConformCase decode_request(const std::string& line, Flavour flavour, const std::string& source);
+
+// Parses one response line. Throws ProtocolError (BadJson, WrongId, BadResponse); never judges the positions
+// themselves: range, uniqueness and order are the oracle's rules, so unsorted or duplicate answers pass here.
+Selection decode_response(const std::string& line, std::int64_t expected_id);
+
+}  // namespace kvaudit::conform

@@ -1,0 +1,114 @@
+// Each executable runs with --gtest_output=json; counts come from that file, RapidCheck case counts and
+// proof coverage lines from its stdout ("OK, passed N tests", "proof: <id>: <verdict>: <coverage>").
+#include "audit/suite_summary.h"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <array>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <regex>
+
+namespace kvaudit::audit {
+namespace {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+fs::path executable_dir() {
+  std::error_code ec;
+  fs::path self = fs::read_symlink("/proc/self/exe", ec);
+  return ec ? fs::current_path() : self.parent_path();
+}
+
+std::string run_capture(const std::string& command) {
+  std::string out;
+  FILE* pipe = ::popen(command.c_str(), "r");
+  if (!pipe) return out;
+  std::array<char, 4096> buf;
+  std::size_t n;
+  while ((n = std::fread(buf.data(), 1, buf.size(), pipe)) > 0) out.append(buf.data(), n);
+  ::pclose(pipe);
+  return out;
+}
+
+std::vector<fs::path> executables(const fs::path& dir, const std::regex& name) {
+  std::vector<fs::path> found;
+  std::error_code ec;
+  if (!fs::is_directory(dir, ec)) return found;
+  for (const auto& e : fs::directory_iterator(dir, ec))
+    if (e.is_regular_file() && std::regex_match(e.path().filename().string(), name) && ::access(e.path().c_str(), X_OK) == 0)
+      found.push_back(e.path());
+  std::sort(found.begin(), found.end());
+  return found;
+}
+
+}  // namespace
+
+Section suite_summary_section(const AuditContext& ctx) {
+  json section = {{"section", "suites"}, {"title", "Property suites and proof checks"}};
+  if (ctx.quick) {
+    section["status"] = "not-run";
+    section["status_reason"] = "--quick: suites are run by ctest, not by a quick audit";
+    return section;
+  }
+  const fs::path bin = executable_dir();
+  std::vector<std::pair<std::string, fs::path>> suites;
+  for (const auto& p : executables(bin / "tests", std::regex(".*property.*_test"))) suites.push_back({"property", p});
+  for (const auto& p : executables(bin / "proofs", std::regex(".*_check"))) suites.push_back({"proof", p});
+  if (suites.empty()) {
+    section["status"] = "missing-inputs";
+    section["status_reason"] = "no built suites found under " + bin.string() + "/tests or /proofs (run scripts/setup.sh)";
+    return section;
+  }
+  json rows = json::array(), proof_rows = json::array(), findings = json::array();
+  long passed_total = 0, failed_total = 0, skipped_total = 0, cases_total = 0;
+  const std::regex cases_re("OK, passed ([0-9]+) tests");
+  const std::regex proof_re("proof: ([^:]+): ([^:]+): (.*)");
+  for (const auto& [label, path] : suites) {
+    ctx.progress("audit: suites: " + path.filename().string());
+    fs::path json_out = fs::temp_directory_path() / ("kvaudit-suite-" + std::to_string(::getpid()) + "-" + path.filename().string() + ".json");
+    std::string out = run_capture("cd '" + ctx.data_dir + "/..' 2>/dev/null; '" + path.string() + "' --gtest_output=json:'" +
+                                  json_out.string() + "' 2>&1");
+    long tests = 0, failures = 0, skipped = 0, cases = 0;
+    std::ifstream in(json_out);
+    json result = json::parse(in, nullptr, false);
+    fs::remove(json_out);
+    if (result.is_discarded() || !result.contains("tests")) {
+      findings.push_back({{"id", "suite-crashed-" + path.filename().string()}, {"rule", "suite"}, {"verdict", "violates"},
+                          {"message", "the suite produced no result file (crashed or did not run)"}, {"reproduce", path.string()}});
+      ++failed_total;
+      continue;
+    }
+    tests = result.value("tests", 0);
+    failures = result.value("failures", 0) + result.value("errors", 0);
+    for (const auto& suite : result.value("testsuites", json::array()))
+      for (const auto& t : suite.value("testsuite", json::array()))
+        if (t.value("result", "") == "SKIPPED") ++skipped;
+    for (std::sregex_iterator it(out.begin(), out.end(), cases_re), end; it != end; ++it) cases += std::stol((*it)[1]);
+    for (std::sregex_iterator it(out.begin(), out.end(), proof_re), end; it != end; ++it)
+      proof_rows.push_back({path.filename().string(), (*it)[1].str(), (*it)[2].str(), (*it)[3].str()});
+    rows.push_back({label, path.filename().string(), tests, tests - failures - skipped, failures, skipped, cases});
+    passed_total += tests - failures - skipped;
+    failed_total += failures;
+    skipped_total += skipped;
+    cases_total += cases;
+    if (failures)
+      findings.push_back({{"id", "suite-failed-" + path.filename().string()}, {"rule", "suite"}, {"verdict", "violates"},
+                          {"message", std::to_string(failures) + " test(s) failed"}, {"reproduce", path.string()}});
+  }
+  section["status"] = "ran";
+  section["summary"] = {{"tests_passed", passed_total}, {"tests_failed", failed_total}, {"tests_skipped", skipped_total},
+                        {"property_cases", cases_total}};
+  section["tables"] = json::array({{{"title", "Suites"},
+                                    {"columns", {"label", "executable", "tests", "passed", "failed", "skipped", "property cases"}},
+                                    {"rows", rows}}});
+  if (!proof_rows.empty())
+    section["tables"].push_back({{"title", "Proof checks"}, {"columns", {"executable", "statement", "verdict", "coverage"}}, {"rows", proof_rows}});
+  section["findings"] = findings;
+  return section;
+}
+
+}  // namespace kvaudit::audit

@@ -1,0 +1,79 @@
+// `kvaudit check`: is a claimed selection one ChunkKV / EG-ChunkKV could produce (oracle admissibility)?
+#include <fstream>
+#include <iostream>
+
+#include "cli/command_registry.h"
+#include "cli/select_args.h"
+#include "oracle/chunk_selection.h"
+
+namespace {
+
+using kvaudit::Index;
+using kvaudit::InputError;
+
+Index read_position(const nlohmann::json& v, const std::string& path, const std::string& field) {
+  if (!v.is_number_integer()) throw InputError(path, field, "every entry must be an integer, got " + v.dump());
+  if (v.is_number_unsigned() && v.get<std::uint64_t>() > static_cast<std::uint64_t>(INT64_MAX))
+    throw InputError(path, field, "integer out of range: " + v.dump());
+  return v.get<Index>();
+}
+
+kvaudit::Positions read_positions(const nlohmann::json& v, const std::string& path, const std::string& field) {
+  if (!v.is_array()) throw InputError(path, field, "must be an array of integers");
+  kvaudit::Positions out;
+  for (const auto& e : v) out.push_back(read_position(e, path, field));
+  return out;
+}
+
+// {"kept": [...]} or, for a per-head selection, {"kept_per_head": [[...], ...]} (takes precedence).
+// Order, duplicates and range are not input errors: they are what the checker judges.
+kvaudit::Selection read_selection(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) throw InputError(path, "file", "cannot open");
+  nlohmann::json j;
+  try {
+    j = nlohmann::json::parse(in);
+  } catch (const nlohmann::json::exception& e) {
+    throw InputError(path, "json", std::string("not valid JSON: ") + e.what());
+  }
+  if (!j.is_object()) throw InputError(path, "json", "expected an object with \"kept\"");
+  kvaudit::Selection sel;
+  if (j.contains("kept_per_head")) {
+    const auto& heads = j["kept_per_head"];
+    if (!heads.is_array() || heads.empty()) throw InputError(path, "kept_per_head", "must be a non-empty array of arrays");
+    for (const auto& h : heads) sel.kept.push_back(read_positions(h, path, "kept_per_head"));
+    return sel;
+  }
+  if (!j.contains("kept")) throw InputError(path, "kept", "missing");
+  sel.kept.push_back(read_positions(j["kept"], path, "kept"));
+  return sel;
+}
+
+const bool registered = kvaudit::cli::register_command([](CLI::App& root) {
+  auto args = std::make_shared<kvaudit::cli::SelectArgs>();
+  auto selection = std::make_shared<std::string>();
+  auto* cmd = root.add_subcommand("check", "Decide whether a claimed selection is admissible under ChunkKV / EG-ChunkKV (exit 0 admissible, 1 not, 3 inconclusive)");
+  kvaudit::cli::add_select_options(cmd, *args);
+  cmd->add_option("--selection", *selection, "JSON file: {\"kept\": [positions]} (or \"kept_per_head\")")->required();
+  cmd->callback([args, selection] {
+    using namespace kvaudit;
+    const SelectorParams p = cli::to_params(*args);
+    const cli::ScoreFile f = cli::read_score_file(args->scores);
+    const Selection claimed = read_selection(*selection);
+    const Verdict v = oracle::check_admissible(f.view(), p, claimed);
+
+    nlohmann::json out = cli::describe_params(p, f);
+    out["admissible"] = v.passed();
+    out["verdict"] = to_string(v.kind);
+    out["rule"] = v.rule;
+    out["message"] = v.message;
+    const Index declared = cli::declared_token_budget(p, f.tokens);
+    if (declared >= 0) out["budget"] = declared;
+    std::cout << out.dump() << "\n";
+    // Only Conforms passes. Violates is a finding (1). Inconclusive / not-run / unsupported are neither a
+    // pass nor a finding: 3, so no script mistakes "could not decide" for "admissible" or for bad input.
+    cli::exit_code() = v.kind == VerdictKind::Conforms ? 0 : v.kind == VerdictKind::Violates ? 1 : 3;
+  });
+});
+
+}  // namespace

@@ -1,0 +1,93 @@
+// `kvaudit conform`: check a foreign ChunkKV / EG-ChunkKV implementation over the line-JSON protocol.
+#include <fstream>
+#include <iostream>
+#include <memory>
+
+#include <nlohmann/json.hpp>
+
+#include "audit/conform/conform_run.h"
+#include "audit/conform/protocol.h"
+#include "cli/command_registry.h"
+#include "core/error.h"
+#include "core/io/atomic_file.h"
+
+namespace {
+
+struct Args {
+  std::string method = "eg-chunkkv";
+  std::string flavour = "kvpress";
+  std::string impl;
+  int cases = 200;
+  std::uint64_t seed = 1;
+  std::string dumps;
+  int timeout_ms = 10000;
+  int startup_timeout_ms = 120000;
+  std::string report;
+  std::string replay;
+};
+
+std::vector<std::string> read_lines(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) throw kvaudit::InputError(path, "file", "cannot be read");
+  std::vector<std::string> lines;
+  for (std::string line; std::getline(in, line);) {
+    if (line.find_first_not_of(" \t\r") != std::string::npos) lines.push_back(line);
+  }
+  if (lines.empty()) throw kvaudit::InputError(path, "file", "holds no request line");
+  return lines;
+}
+
+const bool registered = kvaudit::cli::register_command([](CLI::App& root) {
+  auto args = std::make_shared<Args>();
+  auto* cmd = root.add_subcommand(
+      "conform", "Check a foreign ChunkKV / EG-ChunkKV implementation: JSON lines over its stdin/stdout (docs/conform.md)");
+  cmd->add_option("--method", args->method, "chunkkv | eg-chunkkv")->check(CLI::IsMember({"chunkkv", "eg-chunkkv"}));
+  cmd->add_option("--impl", args->impl, "Shell command serving the protocol (run with /bin/sh -c)")->required();
+  cmd->add_option("--flavour", args->flavour, "kvpress (released code, float budget) | exact (seeds, exact budget)")
+      ->check(CLI::IsMember({"kvpress", "exact"}));
+  cmd->add_option("--cases", args->cases, "Generated cases (audit/selector_cases.h generators)");
+  cmd->add_option("--seed", args->seed, "Seed of the case generator");
+  cmd->add_option("--dumps", args->dumps, "Also run every scores.snapkv row of the dumps in DIR");
+  cmd->add_option("--timeout-ms", args->timeout_ms, "Per-request timeout in milliseconds");
+  cmd->add_option("--startup-timeout-ms", args->startup_timeout_ms,
+                  "Timeout of the first request after each (re)start, for slow-starting interpreters");
+  cmd->add_option("--report", args->report, "Write the JSON report to FILE (atomically)");
+  cmd->add_option("--replay", args->replay, "Run the request lines in FILE instead of generated cases");
+  cmd->callback([args] {
+    kvaudit::conform::ConformOptions o;
+    o.method = kvaudit::conform::parse_method(args->method, "--method");
+    o.flavour = args->flavour == "exact" ? kvaudit::Flavour::Exact : kvaudit::Flavour::Kvpress;
+    o.impl = args->impl;
+    o.cases = args->cases;
+    o.seed = args->seed;
+    o.dumps_dir = args->dumps;
+    o.timeout_ms = args->timeout_ms;
+    o.startup_timeout_ms = args->startup_timeout_ms;
+    if (!args->replay.empty()) o.replay = read_lines(args->replay);
+    o.progress = [](const std::string& s) { std::cerr << "kvaudit conform: " << s << "\n"; };
+    auto result = kvaudit::conform::run_conform(o);
+    const auto& j = result.report;
+    if (!args->report.empty()) kvaudit::io::write_file_atomically(args->report, j.dump(2) + "\n");
+    // Human summary on stderr; the JSON object alone on stdout.
+    std::cerr << "kvaudit conform: " << j["cases"]["judged"] << " cases judged in " << j["seconds"] << " s ("
+              << j["cases_per_second"] << " cases/s); verdict " << j["verdict"].get<std::string>() << "\n";
+    if (j.contains("counterexample")) {
+      const auto& c = j["counterexample"];
+      std::cerr << "kvaudit conform: minimal counterexample (" << c["heads"] << " heads x T=" << c["tokens"]
+                << "), rule " << c["rule"] << ": " << c["message"].get<std::string>() << "\n"
+                << "request:    " << c["request_line"].get<std::string>() << "\n"
+                << "answer:     " << c["answer"].dump() << "\n"
+                << "admissible: " << c["admissible_answer"].dump() << "\n";
+    }
+    if (j.contains("protocol_error")) {
+      const auto& p = j["protocol_error"];
+      std::cerr << "kvaudit conform: protocol error (" << p["kind"].get<std::string>()
+                << "): " << p["message"].get<std::string>() << "\n"
+                << "request:    " << p["request_line"].get<std::string>() << "\n";
+    }
+    std::cout << j.dump() << "\n";
+    kvaudit::cli::exit_code() = result.exit_code;
+  });
+});
+
+}  // namespace

@@ -1,0 +1,302 @@
+// load_dumps: manifest validation, per-file sha256, and every tensor's dtype and shape against the manifest.
+#include "core/io/dump.h"
+
+#include <filesystem>
+#include <fstream>
+#include <regex>
+#include <set>
+#include <sstream>
+
+#include <nlohmann/json.hpp>
+
+#include "core/compression_ratio.h"
+#include "core/error.h"
+#include "core/io/npy.h"
+#include "core/io/safetensors.h"
+#include "core/io/sha256.h"
+
+namespace kvaudit::io {
+namespace {
+
+constexpr int kSchemaVersion = 1;
+
+using nlohmann::json;
+
+// Typed field access that names the manifest, the prompt and the field in every failure.
+struct Fields {
+  const std::string& source;
+  std::string prefix;  // e.g. "prompts[2]."
+  const json& object;
+
+  const json& get(const std::string& key) const {
+    if (!object.contains(key)) throw InputError(source, prefix + key, "missing");
+    return object[key];
+  }
+  std::string str(const std::string& key) const {
+    const json& v = get(key);
+    if (!v.is_string() || v.get<std::string>().empty()) throw InputError(source, prefix + key, "must be a non-empty string");
+    return v.get<std::string>();
+  }
+  Index positive(const std::string& key) const {
+    const json& v = get(key);
+    if (!v.is_number_integer() || v.get<std::int64_t>() < 1) throw InputError(source, prefix + key, "must be a positive integer");
+    return v.get<Index>();
+  }
+};
+
+std::string read_text(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw InputError(path, "file", "cannot open");
+  std::ostringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+std::string hex_of_file(const std::string& path) {
+  std::string text = read_text(path);
+  return sha256_hex({reinterpret_cast<const std::uint8_t*>(text.data()), text.size()});
+}
+
+bool is_sha256_hex(const std::string& s) {
+  return s.size() == 64 && s.find_first_not_of("0123456789abcdef") == std::string::npos;
+}
+
+// A manifest "file" is a plain name inside the data directory: no separators, no "..", not hidden.
+void require_plain_name(const std::string& manifest, const std::string& field, const std::string& name) {
+  if (name.find('/') != std::string::npos || name.find('\\') != std::string::npos || name.front() == '.') {
+    throw InputError(manifest, field, "must be a file name inside the data directory, got '" + name + "'");
+  }
+}
+
+bool is_floating(const std::string& dtype) { return dtype == "F32" || dtype == "F16" || dtype == "BF16"; }
+bool is_integer(const std::string& dtype) { return dtype == "I32" || dtype == "I64"; }
+
+std::string shape_text(const std::vector<Index>& shape) {
+  std::string s = "(";
+  for (std::size_t i = 0; i < shape.size(); ++i) s += (i ? ", " : "") + std::to_string(shape[i]);
+  return s + ")";
+}
+
+// The shape and dtype class every tensor name must have given the prompt's sizes (docs/dump-format.md).
+void check_tensor(const PromptDump& p, const std::string& name, const Tensor& t) {
+  auto want = [&](std::vector<Index> shape, bool floating) {
+    if (floating ? !is_floating(t.dtype) : !is_integer(t.dtype)) {
+      throw InputError(p.file, name + ".dtype", t.dtype + " but a " + (floating ? "floating" : "integer") + " dtype is required");
+    }
+    if (!shape.empty() && t.shape != shape) {
+      throw InputError(p.file, name + ".shape", shape_text(t.shape) + " but the manifest sizes give " + shape_text(shape));
+    }
+  };
+  static const std::regex qkv(R"(qkv\.layer(\d+)\.(query|key|value))");
+  std::smatch m;
+  if (name == "attention.window_mean" || name == "attention.last_query") {
+    want({p.layers, p.q_heads, p.tokens}, true);
+  } else if (name == "scores.snapkv" || name == "scores.expected_attention" || name == "scores.tova") {
+    want({p.layers, p.kv_heads, p.tokens}, true);
+  } else if (name == "tokens.ids") {
+    want({p.tokens}, false);
+    for (Index id : t.integers) {
+      if (id < 0) throw InputError(p.file, name, "negative token id");
+    }
+  } else if (std::regex_match(name, m, qkv)) {
+    Index layer = std::stoll(m[1].str());
+    bool listed = std::find(p.qkv_layers.begin(), p.qkv_layers.end(), layer) != p.qkv_layers.end();
+    if (!listed) throw InputError(p.file, name, "layer not listed in the manifest's qkv_layers");
+    if (m[2] == "query") {
+      want({p.q_heads, p.window, p.head_dim}, true);
+    } else {
+      want({p.kv_heads, p.tokens, p.head_dim}, true);
+    }
+  } else if (parse_kept_name(name)) {
+    want({}, false);
+    if (t.shape.size() != 2 || t.shape[0] != p.layers) {
+      throw InputError(p.file, name + ".shape", shape_text(t.shape) + " but (layers=" + std::to_string(p.layers) + ", n) is required");
+    }
+    // Values: positions in [0, T), then only -1 padding. Order and uniqueness are the oracle's to judge.
+    for (Index l = 0; l < t.shape[0]; ++l) {
+      bool padding = false;
+      for (Index i = 0; i < t.shape[1]; ++i) {
+        Index v = t.integers[static_cast<std::size_t>(l * t.shape[1] + i)];
+        if (v == -1) {
+          padding = true;
+        } else if (padding || v < 0 || v >= p.tokens) {
+          throw InputError(p.file, name, "layer " + std::to_string(l) + " entry " + std::to_string(i) + " = " +
+                                             std::to_string(v) + " is neither a position in [0, T) nor trailing -1 padding");
+        }
+      }
+    }
+  } else {
+    throw InputError(p.file, name, "unknown tensor name (docs/dump-format.md lists the allowed names)");
+  }
+  if (is_floating(t.dtype)) require_finite(t.values, p.file, name);
+}
+
+PromptDump load_prompt(const std::string& data_dir, const std::string& manifest, std::size_t index, const json& entry) {
+  std::string prefix = "prompts[" + std::to_string(index) + "].";
+  if (!entry.is_object()) throw InputError(manifest, "prompts[" + std::to_string(index) + "]", "must be an object");
+  Fields f{manifest, prefix, entry};
+  PromptDump p;
+  p.name = f.str("name");
+  f.prefix = "prompts[" + p.name + "].";
+  p.kind = f.str("kind");
+  std::string file = f.str("file");
+  require_plain_name(manifest, f.prefix + "file", file);
+  p.file = (std::filesystem::path(data_dir) / file).string();
+  std::string sha = f.str("sha256");
+  if (!is_sha256_hex(sha)) throw InputError(manifest, f.prefix + "sha256", "must be 64 lowercase hex digits");
+  p.tokens = f.positive("tokens");
+  p.layers = f.positive("layers");
+  p.q_heads = f.positive("q_heads");
+  p.kv_heads = f.positive("kv_heads");
+  p.head_dim = f.positive("head_dim");
+  p.window = f.positive("window");
+  if (p.q_heads % p.kv_heads != 0) throw InputError(manifest, f.prefix + "q_heads", "not a multiple of kv_heads");
+  if (p.window > p.tokens) throw InputError(manifest, f.prefix + "window", "larger than tokens");
+
+  const json& qkv = f.get("qkv_layers");
+  if (!qkv.is_array()) throw InputError(manifest, f.prefix + "qkv_layers", "must be an array");
+  for (const json& l : qkv) {
+    if (!l.is_number_integer() || l.get<Index>() < 0 || l.get<Index>() >= p.layers) {
+      throw InputError(manifest, f.prefix + "qkv_layers", "entries must be layer indices in [0, layers)");
+    }
+    p.qkv_layers.push_back(l.get<Index>());
+  }
+
+  const json& needle = f.get("needle");
+  if (!needle.is_null()) {
+    Fields n{manifest, f.prefix + "needle.", needle};
+    if (!needle.is_object()) throw InputError(manifest, f.prefix + "needle", "must be null or an object");
+    const json& b = n.get("begin");
+    const json& e = n.get("end");
+    if (!b.is_number_integer() || !e.is_number_integer() || b.get<Index>() < 0 || b.get<Index>() >= e.get<Index>() ||
+        e.get<Index>() > p.tokens) {
+      throw InputError(manifest, f.prefix + "needle", "needs integers 0 <= begin < end <= tokens");
+    }
+    p.needle = Needle{b.get<Index>(), e.get<Index>()};
+  }
+
+  const json& declared = f.get("tensors");
+  if (!declared.is_object() || declared.empty()) throw InputError(manifest, f.prefix + "tensors", "must be a non-empty object");
+
+  // The file: checksum first (a corrupted file is reported as such, not as whatever it parses into).
+  SafetensorsFile st = SafetensorsFile::open(p.file);
+  std::string actual = sha256_hex(st.file_bytes());
+  if (actual != sha) throw InputError(p.file, "sha256", "is " + actual + " but the manifest says " + sha);
+
+  if (entry.contains("tokens_file")) {
+    std::string tokens_file = f.str("tokens_file");
+    require_plain_name(manifest, f.prefix + "tokens_file", tokens_file);
+    std::string path = (std::filesystem::path(data_dir) / tokens_file).string();
+    std::string want = f.str("tokens_file_sha256");
+    std::string got = hex_of_file(path);
+    if (got != want) throw InputError(path, "sha256", "is " + got + " but the manifest says " + want);
+  }
+
+  std::set<std::string> in_file;
+  for (const auto& e : st.entries()) in_file.insert(e.name);
+  for (const auto& [name, decl] : declared.items()) {
+    if (!in_file.count(name)) throw InputError(p.file, name, "declared in the manifest but missing from the file");
+    Fields d{manifest, f.prefix + "tensors." + name + ".", decl};
+    if (!decl.is_object()) throw InputError(manifest, f.prefix + "tensors." + name, "must be an object");
+    std::string dtype = d.str("dtype");
+    const json& shape = d.get("shape");
+    if (!shape.is_array()) throw InputError(manifest, d.prefix + "shape", "must be an array");
+    std::vector<Index> want_shape;
+    for (const json& x : shape) {
+      if (!x.is_number_integer() || x.get<Index>() < 0) throw InputError(manifest, d.prefix + "shape", "entries must be non-negative integers");
+      want_shape.push_back(x.get<Index>());
+    }
+    const SafetensorsEntry& e = st.entry(name);
+    if (e.dtype != dtype) throw InputError(p.file, name + ".dtype", e.dtype + " but the manifest says " + dtype);
+    if (e.shape != want_shape) {
+      throw InputError(p.file, name + ".shape", shape_text(e.shape) + " but the manifest says " + shape_text(want_shape));
+    }
+  }
+  for (const auto& name : in_file) {
+    if (!declared.contains(name)) throw InputError(p.file, name, "in the file but not declared in the manifest");
+  }
+  for (const auto& e : st.entries()) {
+    Tensor t = st.read(e.name);
+    check_tensor(p, e.name, t);
+    p.tensors.emplace(e.name, std::move(t));
+  }
+  std::vector<std::string> required = {"attention.window_mean", "attention.last_query", "scores.snapkv",
+                                       "scores.expected_attention", "scores.tova", "tokens.ids"};
+  for (Index l : p.qkv_layers) {
+    for (const char* part : {"query", "key", "value"}) required.push_back("qkv.layer" + std::to_string(l) + "." + part);
+  }
+  for (const auto& name : required) {
+    if (!p.tensors.count(name)) throw InputError(p.file, name, "missing");
+  }
+  return p;
+}
+
+}  // namespace
+
+std::optional<KeptName> parse_kept_name(const std::string& tensor_name) {
+  static const std::regex pattern(R"(kept\.([a-z0-9_]+)\.cr([0-9.]+))");
+  std::smatch m;
+  if (!std::regex_match(tensor_name, m, pattern)) return std::nullopt;
+  KeptName k{m[1].str(), m[2].str()};
+  try {
+    parse_compression_ratio(k.ratio, tensor_name);
+  } catch (const InputError&) {
+    return std::nullopt;
+  }
+  return k;
+}
+
+Positions kept_positions(const Tensor& kept, Index layer) {
+  if (kept.shape.size() != 2 || layer < 0 || layer >= kept.shape[0]) {
+    throw std::out_of_range("kept_positions: layer " + std::to_string(layer) + " outside a kept tensor");
+  }
+  Positions out;
+  const Index n = kept.shape[1];
+  for (Index i = 0; i < n; ++i) {
+    Index v = kept.integers[static_cast<std::size_t>(layer * n + i)];
+    if (v == -1) break;  // load_dumps guarantees -1 only as trailing padding
+    out.push_back(v);
+  }
+  return out;
+}
+
+const Tensor& PromptDump::tensor(const std::string& name) const {
+  auto it = tensors.find(name);
+  if (it == tensors.end()) throw InputError(file, name, "missing");
+  return it->second;
+}
+
+ScoreTensor PromptDump::scores(const std::string& name) const {
+  const Tensor& t = tensor(name);
+  if (t.shape.size() != 3) throw InputError(file, name + ".shape", "expected (layers, heads, tokens), got " + shape_text(t.shape));
+  if (!is_floating(t.dtype)) throw InputError(file, name + ".dtype", t.dtype + " is not a floating dtype");
+  return ScoreTensor{t.shape[0], t.shape[1], t.shape[2], t.values};
+}
+
+std::vector<PromptDump> load_dumps(const std::string& data_dir) {
+  const std::string manifest = (std::filesystem::path(data_dir) / "manifest.json").string();
+  json j;
+  try {
+    j = json::parse(read_text(manifest));
+  } catch (const json::exception& e) {
+    throw InputError(manifest, "json", std::string("invalid JSON: ") + e.what());
+  }
+  if (!j.is_object()) throw InputError(manifest, "json", "top level must be an object");
+  Fields top{manifest, "", j};
+  const json& version = top.get("schema_version");
+  if (!version.is_number_integer() || version.get<int>() != kSchemaVersion) {
+    throw InputError(manifest, "schema_version", "must be " + std::to_string(kSchemaVersion));
+  }
+  const json& prompts = top.get("prompts");
+  if (!prompts.is_array() || prompts.empty()) throw InputError(manifest, "prompts", "must be a non-empty array");
+  std::vector<PromptDump> out;
+  std::set<std::string> names;
+  for (std::size_t i = 0; i < prompts.size(); ++i) {
+    PromptDump p = load_prompt(data_dir, manifest, i, prompts[i]);
+    if (!names.insert(p.name).second) throw InputError(manifest, "prompts[" + p.name + "].name", "appears twice");
+    out.push_back(std::move(p));
+  }
+  return out;
+}
+
+}  // namespace kvaudit::io

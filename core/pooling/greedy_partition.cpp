@@ -1,0 +1,148 @@
+// Greedy contiguous merging under an entropy budget (reading documented in greedy_partition.h).
+#include "core/pooling/greedy_partition.h"
+
+#include <cmath>
+#include <limits>
+#include <set>
+#include <stdexcept>
+#include <utility>
+
+namespace kvaudit::pooling {
+
+namespace {
+double h(double x) { return x > 0.0 ? -x * std::log2(x) : 0.0; }
+double delta(double a, double b) { return std::max(0.0, h(a) + h(b) - h(a + b)); }
+
+// Blocks form a linked list addressed by their first position; `key` holds each left block's current
+// candidate (Delta with its right neighbour).
+struct State {
+  std::vector<double> mass;
+  std::vector<Index> next, prev;  // -1 at the ends
+  std::vector<double> d;          // d[left] = Delta(left, next[left]) when next[left] >= 0
+  std::set<std::pair<double, Index>> cands;
+  double H = 0.0;
+
+  void add(Index left) {
+    if (left < 0 || next[left] < 0) return;
+    d[left] = delta(mass[left], mass[next[left]]);
+    cands.insert({d[left], left});
+  }
+  void remove(Index left) {
+    if (left < 0 || next[left] < 0) return;
+    cands.erase({d[left], left});
+  }
+  void merge(Index left) {
+    const Index right = next[left];
+    remove(prev[left]);
+    remove(left);
+    remove(right);
+    H -= d[left];
+    mass[left] += mass[right];
+    next[left] = next[right];
+    if (next[right] >= 0) prev[next[right]] = left;
+    add(prev[left]);
+    add(left);
+  }
+  // Smallest candidate Delta >= x with the lowest position among equals.
+  std::set<std::pair<double, Index>>::const_iterator at_least(double x) const {
+    return cands.lower_bound({x, std::numeric_limits<Index>::min()});
+  }
+};
+
+// Rule (c): the pair of merges with the smallest total reduction >= need; returns the merge to apply now
+// (the pair's larger-Delta member), or -1 when no pair reaches.
+Index lookahead(const State& s, double need) {
+  double best_sum = std::numeric_limits<double>::infinity();
+  Index best_first = -1, best_low = std::numeric_limits<Index>::max();
+  auto consider = [&](double sum, Index first, Index low) {
+    if (sum < need) return;
+    if (sum < best_sum || (sum == best_sum && low < best_low)) best_sum = sum, best_first = first, best_low = low;
+  };
+  // Disjoint pairs: for each j the smallest compatible Delta_k >= need - Delta_j (k not sharing a block).
+  for (const auto& [dj, j] : s.cands) {
+    for (auto it = s.at_least(need - dj); it != s.cands.end(); ++it) {
+      const Index k = it->second;
+      if (k == j || k == s.prev[j] || k == s.next[j]) continue;
+      const Index first = dj >= it->first ? j : k;
+      consider(dj + it->first, first, std::min(j, k));
+      break;
+    }
+  }
+  // Triples A|B|C -> ABC: reduction h(A)+h(B)+h(C)-h(A+B+C).
+  for (const auto& [dj, j] : s.cands) {
+    const Index b = s.next[j];
+    const Index c = s.next[b];
+    if (c < 0) continue;
+    const double red = h(s.mass[j]) + h(s.mass[b]) + h(s.mass[c]) - h(s.mass[j] + s.mass[b] + s.mass[c]);
+    const Index first = s.d[j] >= s.d[b] ? j : b;
+    consider(red, first, j);
+  }
+  return best_first;
+}
+}  // namespace
+
+GreedyResult greedy_partition(std::span<const double> p, std::optional<Index> groups, double R) {
+  const Index n = static_cast<Index>(p.size());
+  if (n < 1) throw std::invalid_argument("empty probability vector");
+  if (groups && (*groups < 1 || *groups > n)) throw std::invalid_argument("groups must be in [1, n]");
+  State s;
+  s.mass.assign(p.begin(), p.end());
+  s.next.resize(n);
+  s.prev.resize(n);
+  s.d.assign(n, 0.0);
+  for (Index i = 0; i < n; ++i) {
+    if (!std::isfinite(p[i]) || p[i] < 0) throw std::invalid_argument("probabilities must be finite and >= 0");
+    s.next[i] = i + 1 < n ? i + 1 : -1;
+    s.prev[i] = i - 1;
+    s.H += h(p[i]);
+  }
+  for (Index i = 0; i + 1 < n; ++i) s.add(i);
+  GreedyResult out;
+  const Index merges = groups ? n - *groups : n - 1;
+  for (Index step = 0; step < merges; ++step) {
+    const double need = s.H - R;
+    if (!groups && need <= 0) break;  // free form: stop once within budget
+    Index pick = -1;
+    if (need <= 0) {
+      pick = s.cands.begin()->second;  // (a)
+    } else if (auto it = s.at_least(need); it != s.cands.end()) {
+      pick = it->second;  // (b)
+    } else {
+      ++out.lookahead_steps;  // (c)
+      pick = lookahead(s, need);
+      if (pick < 0) {
+        ++out.descent_steps;
+        pick = s.at_least(s.cands.rbegin()->first)->second;
+      }
+    }
+    s.merge(pick);
+    ++out.merges;
+  }
+  double H = 0.0;
+  for (Index i = 0; i >= 0; i = s.next[i]) {
+    H += h(s.mass[i]);
+    if (s.next[i] >= 0) out.cuts.push_back(s.next[i]);
+  }
+  out.entropy_bits = H;
+  out.feasible = H <= R;
+  return out;
+}
+
+std::vector<GreedyResult> greedy_partition_rows(const std::vector<std::vector<double>>& rows,
+                                                std::optional<Index> groups, double R) {
+  std::vector<GreedyResult> out(rows.size());
+  std::string error;
+#pragma omp parallel for schedule(dynamic)
+  for (std::size_t r = 0; r < rows.size(); ++r) {
+    try {
+      out[r] = greedy_partition(rows[r], groups, R);
+    } catch (const std::exception& e) {
+#pragma omp critical
+      error = e.what();
+    }
+  }
+  if (!error.empty()) throw std::invalid_argument(error);
+  return out;
+}
+
+}  // namespace kvaudit::pooling

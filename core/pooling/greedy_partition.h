@@ -1,0 +1,46 @@
+// The seed's greedy merge heuristic for entropy-budgeted contiguous pooling (SPEC section 4), made precise.
+//
+// Reading (docs/pooling.md, "greedy"). Start from singletons. Fixed m: perform exactly n - m adjacent merges;
+// free form (no m): merge only while H > R and stop as soon as H <= R. A merge of adjacent blocks a, b lowers
+// H by Delta(a, b) = h(a) + h(b) - h(a + b) >= 0, so "overshoot" in the seed can only mean "still above R".
+// With current entropy H and need = H - R, each step picks, ties toward the lowest left position:
+//  (a) need <= 0 (already within budget): the merge of smallest Delta (largest resulting H; all feasible);
+//  (b) need > 0 and some merge reaches H <= R: among those, the one leaving the largest H, i.e. the smallest
+//      Delta >= need (the seed's rule);
+//  (c) need > 0 and no single merge reaches: two-step lookahead over pairs of merges (two disjoint merges,
+//      reduction Delta_j + Delta_k, or a triple merge A|B|C -> ABC). If some pair reaches H <= R, take the
+//      pair leaving the largest H and apply its larger-Delta merge now (the next step then lands with rule
+//      (b) at least as high). If no pair reaches, take the merge of largest Delta (steepest descent toward
+//      the budget; the alternative, smallest Delta, keeps H high but can end above R with merges left).
+// The result is reported as infeasible when the final H > R (rounded double evaluation); the exact
+// oracle measures both the gap and any failure on instances where a feasible partition exists.
+// Arithmetic is double; the candidate set is an ordered set keyed by (Delta, left position), so a step is
+// O(log n) in rules (a)/(b) and O(n) in rule (c) (the triple scan).
+#pragma once
+
+#include <optional>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "core/types.h"
+
+namespace kvaudit::pooling {
+
+struct GreedyResult {
+  bool feasible = false;       // final H <= R
+  std::vector<Index> cuts;     // interior boundaries b_1..b_{m-1}; group k is (b_{k-1}, b_k]
+  double entropy_bits = 0.0;   // H of the returned partition, summed afresh in double
+  Index merges = 0;
+  Index lookahead_steps = 0;   // steps decided by rule (c)
+  Index descent_steps = 0;     // rule (c) steps where no pair reached the budget
+};
+
+// Throws std::invalid_argument for m outside [1, n], negative or non-finite p.
+GreedyResult greedy_partition(std::span<const double> p, std::optional<Index> groups, double budget_bits);
+
+// Batched over rows (OpenMP), each row independent.
+std::vector<GreedyResult> greedy_partition_rows(const std::vector<std::vector<double>>& rows,
+                                                std::optional<Index> groups, double budget_bits);
+
+}  // namespace kvaudit::pooling

@@ -1,0 +1,297 @@
+// ChunkKV and EG-ChunkKV layer selectors and their multi-layer / batched drivers (see chunk_select.h).
+#include "core/select/chunk_select.h"
+
+#include <cmath>
+#include <exception>
+#include <numeric>
+
+#include "core/compression_ratio.h"
+#include "core/error.h"
+#include "core/select/chunk_stats.h"
+
+#ifdef _OPENMP
+#include <omp.h>
+#endif
+
+namespace kvaudit::select {
+
+using detail::ChunkGeometry;
+using detail::RankDesc;
+
+void Workspace::reserve(Index tokens, Index chunk_length, Flavour flavour) {
+  const auto T = static_cast<std::size_t>(tokens);
+  const auto C = static_cast<std::size_t>(std::min(chunk_length, tokens));
+  const std::size_t n_chunks = (T + static_cast<std::size_t>(chunk_length) - 1) / static_cast<std::size_t>(chunk_length);
+  auto grow = [](auto& v, std::size_t n) {
+    if (v.size() < n) v.resize(n);
+  };
+  if (flavour == Flavour::Kvpress) {
+    grow(xf, T);
+    grow(score_f, n_chunks);
+    grow(entropy_f, n_chunks);
+    grow(median_f, n_chunks);
+  } else {
+    grow(xd, T);
+    grow(score_d, n_chunks);
+    grow(entropy_d, n_chunks);
+    grow(median_d, n_chunks);
+    grow(chunk_buf, C);
+  }
+  grow(keep, T);
+  grow(order, std::max(T, n_chunks));
+  grow(idx, std::max(C, T) + 1);
+}
+
+void validate_params(const SelectorParams& p) {
+  if (!(p.ratio.value >= 0.0 && p.ratio.value < 1.0))
+    throw InputError("--compression-ratio", "compression_ratio", "must be in [0, 1), got '" + p.ratio.text + "'");
+  if (p.flavour == Flavour::Exact) (void)parse_compression_ratio(p.ratio.text);  // the exact budget re-reads the text
+  if (p.chunk_length < 1)
+    throw InputError("--chunk-length", "chunk_length", "must be >= 1, got " + std::to_string(p.chunk_length));
+  if (p.rescue_size < 1)
+    throw InputError("--rescue-size", "rescue_size", "must be >= 1, got " + std::to_string(p.rescue_size));
+  if (p.flavour == Flavour::Exact) {
+    if (p.entropy_threshold && !std::isfinite(*p.entropy_threshold))
+      throw InputError("--entropy-threshold", "entropy_threshold", "must be finite");
+    if (!(std::isfinite(p.eps) && p.eps > 0.0)) throw InputError("selector", "eps", "must be finite and > 0");
+    return;
+  }
+  if (p.method != Method::EgChunkKV) return;
+  if (!(p.chunk_length > p.rescue_size))
+    throw InputError("--chunk-length", "chunk_length",
+                     "kvpress asserts chunk_length > low_entropy_chunk_length (--rescue-size) >= 1, got chunk length " +
+                         std::to_string(p.chunk_length) + " and rescue size " + std::to_string(p.rescue_size));
+  if (p.entropy_threshold)
+    throw InputError("--entropy-threshold", "entropy_threshold",
+                     "the kvpress flavour always gates at the median entropy; use --flavour exact for a fixed threshold");
+  if (p.median != MedianRule::Lower)
+    throw InputError("--median", "median", "the kvpress flavour uses torch's lower median; use --flavour exact");
+  if (p.eps != 1e-8) throw InputError("selector", "eps", "the kvpress flavour uses EPSILON = 1e-8");
+}
+
+std::string budget_rule(const SelectorParams& p) {
+  const bool kvpress = p.flavour == Flavour::Kvpress;
+  if (p.method == Method::ChunkKV)
+    return kvpress ? "kvpress-float-chunks: max(1, int(n_chunks * (1 - rho))) whole chunks; T < C: per-head "
+                     "max(1, int(T * (1 - rho))) tokens"
+                   : "exact-chunks: max(1, floor((1 - rho) * n_chunks)) whole chunks";
+  return kvpress ? "kvpress-float: max(1, int(T * (1 - rho)))" : "exact: max(1, floor((1 - rho) * T))";
+}
+
+namespace {
+
+Selection keep_all(Index tokens) {
+  Positions all(static_cast<std::size_t>(tokens));
+  std::iota(all.begin(), all.end(), Index{0});
+  return Selection{{std::move(all)}};
+}
+
+void check_shape(const HeadScores& s) {
+  if (s.heads < 1) throw InputError("scores", "heads", "need at least one head");
+  if (s.tokens < 1) throw InputError("scores", "tokens", "empty context (T = 0)");
+  if (static_cast<Index>(s.values.size()) != s.heads * s.tokens)
+    throw InputError("scores", "values", "size does not match heads x tokens");
+}
+
+template <class V>
+std::span<V> head_sum_checked(const HeadScores& s, std::vector<V>& buf) {
+  std::span<V> x{buf.data(), static_cast<std::size_t>(s.tokens)};
+  if (!detail::head_sum<V>(s, x)) throw InputError("scores", "values", "a head-summed score is NaN or infinite");
+  return x;
+}
+
+bool ratio_is_zero(const SelectorParams& p) { return p.ratio.value == 0.0; }  // "0", "0.00": strtod gives 0
+
+// The k positions of [0, T) ranking first by (x desc, index asc), as one sorted Positions.
+template <class V>
+Positions top_k_positions(const V* x, Index T, Index k, Workspace& ws) {
+  unsigned char* keep = ws.keep.data();
+  std::fill(keep, keep + T, 0);
+  detail::mark_top_k_in_range(x, 0, T, k, keep, ws.idx.data());
+  return detail::collect_kept({keep, static_cast<std::size_t>(T)}, ws.idx.data());
+}
+
+// ChunkKV with no complete chunk (T < C). kvpress delegates to the inner ScorerPress: per-head top-k of
+// the raw scores with n_kept = compute_n_kept(T, rho) = max(1, int(T * (1 - rho))) (kvpress 0.5.5
+// utils.py). The exact flavour keeps the head-summed top-L (L the exact budget) shared by all heads, as
+// the oracle defines it.
+Selection chunkkv_fallback(const HeadScores& s, const SelectorParams& p, Workspace& ws) {
+  const Index T = s.tokens;
+  Selection out;
+  if (p.flavour == Flavour::Kvpress) {
+    const Index k = kvpress_float_budget(T, p.ratio.value);
+    for (Index h = 0; h < s.heads; ++h) out.kept.push_back(top_k_positions(s.values.data() + h * T, T, k, ws));
+  } else {
+    out.kept.push_back(top_k_positions(ws.xd.data(), T, exact_budget(T, p.ratio), ws));
+  }
+  return out;
+}
+
+template <class V>
+Positions keep_top_chunks(const detail::ChunkGeometry& g, const V* S, Index m, Workspace& ws, Index T) {
+  Index* order = ws.order.data();
+  detail::chunk_order(S, g.n_chunks, order, ws);
+  unsigned char* keep = ws.keep.data();
+  std::fill(keep, keep + T, 0);
+  for (Index c = 0; c < std::min(m, g.n_chunks); ++c) std::fill(keep + g.begin(order[c]), keep + g.end(order[c]), 1);
+  return detail::collect_kept({keep, static_cast<std::size_t>(T)}, ws.idx.data());
+}
+
+Selection chunkkv_layer(const HeadScores& s, const SelectorParams& p, Workspace& ws) {
+  const Index T = s.tokens;
+  const bool kvpress = p.flavour == Flavour::Kvpress;
+  // The head sum also rejects NaN/Inf on the keep-all and fallback paths, as the oracle does.
+  if (kvpress) head_sum_checked(s, ws.xf);
+  else head_sum_checked(s, ws.xd);
+  if (ratio_is_zero(p)) return keep_all(T);
+  const ChunkGeometry g = detail::geometry(T, p.chunk_length);
+  if (g.n_complete == 0) return chunkkv_fallback(s, p, ws);
+  if (kvpress) {
+    const auto nc = static_cast<std::size_t>(g.n_chunks);
+    detail::kvpress_chunk_statistics({ws.xf.data(), static_cast<std::size_t>(T)}, g, {ws.score_f.data(), nc}, {});
+    return Selection{{keep_top_chunks(g, ws.score_f.data(), kvpress_float_budget(g.n_chunks, p.ratio.value), ws, T)}};
+  }
+  detail::exact_chunk_statistics({ws.xd.data(), static_cast<std::size_t>(T)}, g, p.eps, ws.score_d, {}, ws.chunk_buf);
+  return Selection{{keep_top_chunks(g, ws.score_d.data(), exact_budget(g.n_chunks, p.ratio), ws, T)}};
+}
+
+// EG-ChunkKV's gates, walk and top-up over precomputed statistics (V = float: kvpress, double: exact).
+// `tau_given` is the fixed threshold (exact flavour) or null for the median of H~.
+template <class V>
+Positions eg_walk(const V* x, const V* S, const V* Hn, const ChunkGeometry& g, Index L, const SelectorParams& p,
+                  std::vector<V>& median_buf, Workspace& ws) {
+  const Index T = g.tokens, nc = g.n_chunks, r = p.rescue_size;
+  Index* order = ws.order.data();
+  detail::chunk_order(S, nc, order, ws);
+  const V s_med = detail::median_from_order(S, order, nc, p.median);
+  const V tau = p.entropy_threshold ? static_cast<V>(*p.entropy_threshold)
+                                    : detail::median<V>({Hn, static_cast<std::size_t>(nc)}, p.median, median_buf);
+
+  unsigned char* keep = ws.keep.data();
+  std::fill(keep, keep + T, 0);
+  Index b = L;
+  for (Index pos = 0; pos < nc && b > 0; ++pos) {
+    const Index i = order[pos];
+    Index n_kept = std::min(g.size(i), b);
+    if (S[i] >= s_med && Hn[i] < tau) n_kept = std::min(n_kept, r);  // important and spiky: rescue only
+    detail::mark_top_k_in_range(x, g.begin(i), g.end(i), n_kept, keep, ws.idx.data());
+    b -= n_kept;
+  }
+  if (b > 0) {  // top-up: the b best positions not kept yet (the walk visited every chunk)
+    Index* left = ws.order.data();
+    Index n_left = 0;
+    for (Index t = 0; t < T; ++t)
+      if (!keep[t]) left[n_left++] = t;
+    const Index add = std::min(b, n_left);
+    if (add < n_left) std::nth_element(left, left + add, left + n_left, RankDesc<V>{x});
+    for (Index k = 0; k < add; ++k) keep[left[k]] = 1;
+  }
+  return detail::collect_kept({keep, static_cast<std::size_t>(T)}, ws.idx.data());
+}
+
+Selection eg_chunkkv_layer(const HeadScores& s, const SelectorParams& p, Workspace& ws) {
+  const Index T = s.tokens;
+  const ChunkGeometry g = detail::geometry(T, p.chunk_length);
+  const auto nc = static_cast<std::size_t>(g.n_chunks);
+  if (p.flavour == Flavour::Kvpress) {
+    std::span<float> x = head_sum_checked(s, ws.xf);
+    const Index L = kvpress_float_budget(T, p.ratio.value);
+    if (ratio_is_zero(p) || L >= T) return keep_all(T);
+    detail::kvpress_chunk_statistics(x, g, {ws.score_f.data(), nc}, {ws.entropy_f.data(), nc});
+    return Selection{{eg_walk<float>(x.data(), ws.score_f.data(), ws.entropy_f.data(), g, L, p, ws.median_f, ws)}};
+  }
+  std::span<double> x = head_sum_checked(s, ws.xd);
+  const Index L = exact_budget(T, p.ratio);
+  if (L >= T) return keep_all(T);
+  detail::clamp_nonnegative(x);
+  detail::exact_chunk_statistics(x, g, p.eps, {ws.score_d.data(), nc}, {ws.entropy_d.data(), nc}, ws.chunk_buf);
+  return Selection{{eg_walk<double>(x.data(), ws.score_d.data(), ws.entropy_d.data(), g, L, p, ws.median_d, ws)}};
+}
+
+}  // namespace
+
+Selection select_layer(const HeadScores& scores, const SelectorParams& params, Workspace& ws) {
+  check_shape(scores);
+  ws.reserve(scores.tokens, params.chunk_length, params.flavour);
+  return params.method == Method::ChunkKV ? chunkkv_layer(scores, params, ws) : eg_chunkkv_layer(scores, params, ws);
+}
+
+Selection select_layer(const HeadScores& scores, const SelectorParams& params) {
+  validate_params(params);
+  Workspace ws;
+  return select_layer(scores, params, ws);
+}
+
+namespace {
+
+HeadScores layer_view(const ScoreTensor& t, Index layer) {
+  const auto n = static_cast<std::size_t>(t.heads * t.tokens);
+  return HeadScores{t.heads, t.tokens, {t.values.data() + static_cast<std::size_t>(layer) * n, n}};
+}
+
+void check_tensor(const ScoreTensor& t) {
+  if (t.layers < 1 || t.heads < 1 || t.tokens < 1)
+    throw InputError("scores", "shape", "need layers, heads and tokens >= 1");
+  if (static_cast<Index>(t.values.size()) != t.layers * t.heads * t.tokens)
+    throw InputError("scores", "values", "size does not match layers x heads x tokens");
+}
+
+// Runs job(k, ws) for k in [0, n) in parallel with one Workspace per thread; rethrows the first exception.
+template <class Job>
+void parallel_jobs(Index n, const Job& job) {
+  std::exception_ptr error;
+#pragma omp parallel
+  {
+    Workspace ws;
+#pragma omp for schedule(dynamic, 1)
+    for (Index k = 0; k < n; ++k) {
+      try {
+        job(k, ws);
+      } catch (...) {
+#pragma omp critical(kvaudit_select_error)
+        if (!error) error = std::current_exception();
+      }
+    }
+  }
+  if (error) std::rethrow_exception(error);
+}
+
+}  // namespace
+
+std::vector<Selection> select_layers(const ScoreTensor& scores, const SelectorParams& params) {
+  validate_params(params);
+  check_tensor(scores);
+  std::vector<Selection> out(static_cast<std::size_t>(scores.layers));
+  parallel_jobs(scores.layers, [&](Index l, Workspace& ws) {
+    out[static_cast<std::size_t>(l)] = select_layer(layer_view(scores, l), params, ws);
+  });
+  return out;
+}
+
+std::vector<std::vector<Selection>> select_batch(std::span<const ScoreTensor> elements, const SelectorParams& params,
+                                                 BatchRule rule) {
+  validate_params(params);
+  if (elements.empty()) return {};
+  const ScoreTensor& first = elements[0];
+  for (const ScoreTensor& e : elements) {
+    check_tensor(e);
+    if (e.layers != first.layers || e.heads != first.heads || e.tokens != first.tokens)
+      throw InputError("scores", "shape", "batch elements differ in shape");
+  }
+  // kvpress's ChunkKV fallback (no complete chunk) is the inner press's own compress: per element.
+  const bool per_element_fallback = params.method == Method::ChunkKV && params.flavour == Flavour::Kvpress &&
+                                    !ratio_is_zero(params) && first.tokens < params.chunk_length;
+  const bool each = rule == BatchRule::PerElement || per_element_fallback;
+  const Index B = each ? static_cast<Index>(elements.size()) : 1;
+  const Index L = first.layers;
+  std::vector<std::vector<Selection>> out(elements.size(), std::vector<Selection>(static_cast<std::size_t>(L)));
+  parallel_jobs(B * L, [&](Index k, Workspace& ws) {
+    const auto b = static_cast<std::size_t>(k / L), l = static_cast<std::size_t>(k % L);
+    out[b][l] = select_layer(layer_view(elements[b], static_cast<Index>(l)), params, ws);
+  });
+  if (!each)
+    for (std::size_t b = 1; b < elements.size(); ++b) out[b] = out[0];
+  return out;
+}
+
+}  // namespace kvaudit::select

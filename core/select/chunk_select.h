@@ -1,0 +1,78 @@
+// Optimized CPU ChunkKV / EG-ChunkKV selectors (SPEC.md sections 1-3): one layer, all layers, a batch.
+//
+// Algorithm (per layer, batch element 0, T tokens, chunk length C, budget L):
+//   1. x_j = sum over heads of s_{h,j}, heads added in order 0..H-1: in float32 for the kvpress flavour
+//      (what torch's `scores.sum(dim=1)` does), in double for the exact flavour (which then clamps at 0
+//      for EG-ChunkKV).
+//   2. Chunks [iC, min(iC+C, T)). kvpress flavour: chunk mean S_i and normalized entropy H~_i in float32,
+//      operation for operation as kvpress evaluates them (sequential sums, logf), so equal inputs give the
+//      oracle's float32 values bit for bit. Exact flavour: in double over each chunk's sorted values, so
+//      two chunks holding the same multiset get bit-identical S and H~ (ties exact in real arithmetic
+//      stay exact; index-order accumulation would split them by rounding and flip `H~ < median`).
+//   3. Chunk order (S desc, index asc): a stable LSD radix sort of order-preserving 32-bit keys for
+//      float32 scores (O(n_chunks)), a comparison sort for double. The median of S is read off that order.
+//      ChunkKV keeps the first m = budget-rule(n_chunks) chunks whole.
+//      EG-ChunkKV: median of H~ by nth_element; the walk follows the order; a within-chunk top-k is an
+//      nth_element by (x desc, index asc) over the chunk; the top-up is one nth_element over the
+//      leftover positions.
+//   4. Kept positions are read back in increasing order from a mark array (branch-free).
+// Ties are broken toward the lower index everywhere (chunk order, within-chunk top-k, top-up), which is
+// the oracle's canonical order. Cost O(H*T + n_chunks) per layer for the kvpress flavour (O(T log C + n_chunks log n_chunks) exact); no allocation
+// per chunk (a Workspace holds every buffer, sized once per thread).
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "core/types.h"
+
+namespace kvaudit::select {
+
+// Reusable buffers for one thread. Grows to the largest T seen and then never allocates again (the
+// returned Positions are the only per-call allocations).
+class Workspace {
+ public:
+  void reserve(Index tokens, Index chunk_length, Flavour flavour);
+
+  std::vector<float> xf;                               // head sums, kvpress flavour (float32)
+  std::vector<double> xd;                              // head sums, exact flavour
+  std::vector<float> score_f, entropy_f, median_f;     // per chunk, kvpress flavour
+  std::vector<double> score_d, entropy_d, median_d;    // per chunk, exact flavour
+  std::vector<double> chunk_buf;                       // one chunk's sorted values (exact flavour), C
+  std::vector<unsigned char> keep;                     // mark array, T
+  std::vector<Index> order;                            // chunk order, then leftover positions
+  std::vector<Index> idx;                              // positions for a top-k / kept scratch, T + 1
+  std::vector<std::uint32_t> keys, keys_tmp;           // radix-sort keys, n_chunks
+  std::vector<Index> order_tmp;                        // radix-sort scratch, n_chunks
+};
+
+// Throws InputError naming the CLI flag when the parameters are invalid for the flavour (the same rules as
+// the oracle's validation): rho outside [0, 1), C < 1, r < 1; exact: a non-finite threshold, eps <= 0;
+// kvpress EG-ChunkKV: kvpress asserts C > r >= 1 and has no knob for a fixed threshold, the
+// mean-of-middles median or an eps other than 1e-8.
+void validate_params(const SelectorParams& params);
+
+// Number of positions a layer keeps, as the flavour's budget rule defines it (for ChunkKV the whole kept
+// chunks, counted in tokens; in the per-head fallback the per-head count).
+std::string budget_rule(const SelectorParams& params);
+
+// One layer. Throws InputError if a head sum is not finite (NaN/Inf in the input, or float32 overflow).
+Selection select_layer(const HeadScores& scores, const SelectorParams& params, Workspace& ws);
+Selection select_layer(const HeadScores& scores, const SelectorParams& params);
+
+// Every layer of a (layers, heads, T) tensor holding one batch element; layers run in parallel (OpenMP),
+// one Workspace per thread. Result[l] is layer l's selection.
+std::vector<Selection> select_layers(const ScoreTensor& scores, const SelectorParams& params);
+
+// Several batch elements (all the same shape). kvpress computes the selection from batch element 0 and
+// applies it to every element (BatchRule::FirstElement) -- except ChunkKV's fallback to the inner
+// scorer's per-head top-k, which kvpress evaluates per element, so that case is computed per element
+// there too. BatchRule::PerElement selects each element from its own scores.
+// Result[b][l] is element b's selection for layer l.
+enum class BatchRule { FirstElement, PerElement };
+std::vector<std::vector<Selection>> select_batch(std::span<const ScoreTensor> elements, const SelectorParams& params,
+                                                 BatchRule rule);
+
+}  // namespace kvaudit::select

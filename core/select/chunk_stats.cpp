@@ -1,0 +1,225 @@
+// Head sum, chunk statistics, medians and top-k for the optimized chunk selectors (see chunk_select.h).
+#include "core/select/chunk_stats.h"
+
+#include <cfloat>
+#include <cmath>
+#include <cstring>
+#include <numeric>
+
+namespace kvaudit::select::detail {
+
+template <class V>
+bool head_sum(const HeadScores& scores, std::span<V> x) {
+  // Blocked over tokens so the partial sums stay in L1 while every head row streams through once.
+  constexpr Index kBlock = 2048;
+  const Index T = scores.tokens, H = scores.heads;
+  const float* base = scores.values.data();
+  V* out = x.data();
+  int bad = 0;
+  for (Index b0 = 0; b0 < T; b0 += kBlock) {
+    const Index len = std::min(T, b0 + kBlock) - b0;
+    V* o = out + b0;
+    const float* r0 = base + b0;
+#pragma omp simd
+    for (Index t = 0; t < len; ++t) o[t] = static_cast<V>(r0[t]);
+    for (Index h = 1; h < H; ++h) {
+      const float* r = base + h * T + b0;
+#pragma omp simd
+      for (Index t = 0; t < len; ++t) o[t] += static_cast<V>(r[t]);
+    }
+    // The float32 sum is finite iff every input is finite and nothing overflowed (NaN compares false).
+    // In double a finite input cannot overflow, so this catches exactly the non-finite inputs.
+#pragma omp simd reduction(| : bad)
+    for (Index t = 0; t < len; ++t) bad |= !(std::fabs(o[t]) <= static_cast<V>(FLT_MAX));
+  }
+  return bad == 0;
+}
+template bool head_sum<float>(const HeadScores&, std::span<float>);
+template bool head_sum<double>(const HeadScores&, std::span<double>);
+
+void clamp_nonnegative(std::span<double> x) {
+#pragma omp simd
+  for (std::size_t t = 0; t < x.size(); ++t) x[t] = x[t] > 0.0 ? x[t] : 0.0;
+}
+
+ChunkGeometry geometry(Index tokens, Index chunk_length) {
+  ChunkGeometry g;
+  g.tokens = tokens;
+  g.chunk_length = chunk_length;
+  g.n_complete = tokens / chunk_length;
+  g.n_chunks = g.n_complete + (tokens % chunk_length != 0 ? 1 : 0);
+  return g;
+}
+
+namespace {
+
+void sort_small(double* v, Index n) {
+  if (n > 32) {
+    std::sort(v, v + n);
+    return;
+  }
+  for (Index i = 1; i < n; ++i) {
+    double key = v[i];
+    Index j = i - 1;
+    while (j >= 0 && v[j] > key) {
+      v[j + 1] = v[j];
+      --j;
+    }
+    v[j + 1] = key;
+  }
+}
+
+}  // namespace
+
+void kvpress_chunk_statistics(std::span<const float> x, const ChunkGeometry& g, std::span<float> score,
+                              std::span<float> entropy) {
+  // Operation for operation what kvpress computes in float32 (same order as the oracle's float32 path, so
+  // equal inputs give bit-identical statistics). Only two chunk sizes occur: log(n) is computed per chunk
+  // size once.
+  const bool with_entropy = !entropy.empty();
+  const float eps = 1e-8f;
+  const float log_c = static_cast<float>(std::log(static_cast<double>(g.chunk_length)));
+  const float* xs = x.data();
+  for (Index i = 0; i < g.n_chunks; ++i) {
+    const Index b = g.begin(i), e = g.end(i), n = e - b;
+    float sum = 0.0f;
+    float mn = xs[b];
+    for (Index j = b; j < e; ++j) {
+      sum += xs[j];
+      mn = std::min(mn, xs[j]);
+    }
+    score[i] = sum / static_cast<float>(n);
+    if (!with_entropy) continue;
+    if (n == 1) {
+      entropy[i] = 0.0f;
+      continue;
+    }
+    const float shift = std::min(mn, 0.0f);
+    float total = 0.0f;
+    if (shift == 0.0f) {
+      total = sum;  // x - 0 == x, so the same sequential sum
+    } else {
+      for (Index j = b; j < e; ++j) total += xs[j] - shift;
+    }
+    const float denom = total + eps;
+    float h = 0.0f;
+    for (Index j = b; j < e; ++j) {
+      const float p = (xs[j] - shift) / denom;
+      h += p * std::log(p + eps);
+    }
+    h = -h;
+    const float log_n = n == g.chunk_length ? log_c : static_cast<float>(std::log(static_cast<double>(n)));
+    entropy[i] = std::clamp(h / log_n, 0.0f, 1.0f);
+  }
+}
+
+void exact_chunk_statistics(std::span<const double> x, const ChunkGeometry& g, double eps, std::span<double> score,
+                            std::span<double> entropy, std::span<double> buf) {
+  const bool with_entropy = !entropy.empty();
+  for (Index i = 0; i < g.n_chunks; ++i) {
+    const Index n = g.size(i);
+    double* v = buf.data();
+    std::copy(x.data() + g.begin(i), x.data() + g.end(i), v);
+    sort_small(v, n);
+    double sum = 0.0;
+    for (Index k = 0; k < n; ++k) sum += v[k];
+    score[i] = sum / static_cast<double>(n);
+    if (!with_entropy) continue;
+    if (n == 1) {
+      entropy[i] = 0.0;
+      continue;
+    }
+    const double shift = v[0] < 0.0 ? v[0] : 0.0;  // v[0] is the chunk minimum after the sort
+    double total = 0.0;
+    for (Index k = 0; k < n; ++k) total += v[k] - shift;
+    const double denom = total + eps;
+    double h = 0.0;
+    for (Index k = 0; k < n; ++k) {
+      const double p = (v[k] - shift) / denom;
+      h -= p * std::log(p + eps);
+    }
+    entropy[i] = std::clamp(h / std::log(static_cast<double>(n)), 0.0, 1.0);
+  }
+}
+
+template <class V>
+V median(std::span<const V> values, MedianRule rule, std::span<V> buf) {
+  const std::size_t n = values.size();
+  std::copy(values.begin(), values.end(), buf.begin());
+  auto first = buf.begin(), last = buf.begin() + static_cast<std::ptrdiff_t>(n);
+  const std::size_t lower = (n - 1) / 2;
+  std::nth_element(first, first + static_cast<std::ptrdiff_t>(lower), last);
+  const V lo = buf[lower];
+  if (rule == MedianRule::Lower || n % 2 == 1) return lo;
+  // The upper middle is the smallest value in the slots after the lower middle.
+  const V hi = *std::min_element(first + static_cast<std::ptrdiff_t>(lower) + 1, last);
+  return (lo + hi) / V(2);
+}
+template float median<float>(std::span<const float>, MedianRule, std::span<float>);
+template double median<double>(std::span<const double>, MedianRule, std::span<double>);
+
+namespace {
+
+std::uint32_t descending_key(float v) {
+  if (v == 0.0f) v = 0.0f;  // -0.0f == +0.0f: one key, so the index decides as in the comparator
+  std::uint32_t u;
+  std::memcpy(&u, &v, sizeof u);
+  u = (u & 0x80000000u) ? ~u : (u | 0x80000000u);  // ascending unsigned order == ascending float order
+  return ~u;                                         // descending
+}
+
+}  // namespace
+
+void chunk_order(const float* S, Index n, Index* order, Workspace& ws) {
+  if (ws.keys.size() < static_cast<std::size_t>(n)) {
+    ws.keys.resize(static_cast<std::size_t>(n));
+    ws.keys_tmp.resize(static_cast<std::size_t>(n));
+    ws.order_tmp.resize(static_cast<std::size_t>(n));
+  }
+  std::uint32_t *k0 = ws.keys.data(), *k1 = ws.keys_tmp.data();
+  Index *o0 = order, *o1 = ws.order_tmp.data();
+  constexpr int kBits = 11, kPasses = 3;  // 33 >= 32 key bits
+  constexpr std::uint32_t kBuckets = 1u << kBits, kMask = kBuckets - 1;
+  Index hist[kPasses][kBuckets] = {};
+  for (Index i = 0; i < n; ++i) {
+    const std::uint32_t k = descending_key(S[i]);
+    k0[i] = k;
+    o0[i] = i;
+    for (int p = 0; p < kPasses; ++p) ++hist[p][(k >> (p * kBits)) & kMask];
+  }
+  for (int p = 0; p < kPasses; ++p) {
+    Index sum = 0;
+    for (std::uint32_t b = 0; b < kBuckets; ++b) {
+      const Index c = hist[p][b];
+      hist[p][b] = sum;
+      sum += c;
+    }
+    // Stable scatter: equal keys keep their relative (index-ascending) order.
+    for (Index i = 0; i < n; ++i) {
+      const Index dst = hist[p][(k0[i] >> (p * kBits)) & kMask]++;
+      k1[dst] = k0[i];
+      o1[dst] = o0[i];
+    }
+    std::swap(k0, k1);
+    std::swap(o0, o1);
+  }
+  if (o0 != order) std::copy(o0, o0 + n, order);  // an odd pass count leaves the result in the scratch
+}
+
+void chunk_order(const double* S, Index n, Index* order, Workspace&) {
+  std::iota(order, order + n, Index{0});
+  std::sort(order, order + n, RankDesc<double>{S});
+}
+
+Positions collect_kept(std::span<const unsigned char> keep, Index* scratch) {
+  Index c = 0;
+  const unsigned char* k = keep.data();
+  const auto T = static_cast<Index>(keep.size());
+  for (Index t = 0; t < T; ++t) {  // branch-free: write every position, advance only past kept ones
+    scratch[c] = t;
+    c += k[t];
+  }
+  return Positions(scratch, scratch + c);
+}
+
+}  // namespace kvaudit::select::detail

@@ -1,0 +1,91 @@
+// Building blocks of the optimized chunk selectors: head sums, per-chunk mean and entropy, medians, top-k.
+// Internal to core/select; the order "value desc, index asc" is the canonical tie-break everywhere.
+#pragma once
+
+#include <algorithm>
+#include <span>
+
+#include "core/select/chunk_select.h"
+
+namespace kvaudit::select::detail {
+
+// x[t] = sum_h s[h][t] accumulated in V (float: torch's float32 `sum(dim=1)`; double: the exact flavour),
+// heads added in order 0..H-1. Returns false if some x[t] is not finite (NaN/Inf input or overflow).
+template <class V>
+bool head_sum(const HeadScores& scores, std::span<V> x);
+
+// x[t] = max(0, x[t]) (the exact flavour's clamp, SPEC section 3).
+void clamp_nonnegative(std::span<double> x);
+
+struct ChunkGeometry {
+  Index tokens = 0, chunk_length = 1, n_chunks = 0, n_complete = 0;
+  Index begin(Index i) const { return i * chunk_length; }
+  Index end(Index i) const { return std::min(tokens, (i + 1) * chunk_length); }
+  Index size(Index i) const { return end(i) - begin(i); }
+};
+ChunkGeometry geometry(Index tokens, Index chunk_length);
+
+// kvpress flavour, float32 exactly as kvpress / torch evaluate it (and as the oracle's float32 path does):
+// S_i = (sequential float sum) / n_i; if `entropy` is non-empty, H~_i from y = x - min(0, min x),
+// p = y / (sum y + 1e-8f), h = -sum p logf(p + 1e-8f), clamp(h / log n_i, 0, 1), 0 when n_i = 1.
+void kvpress_chunk_statistics(std::span<const float> x, const ChunkGeometry& g, std::span<float> score,
+                              std::span<float> entropy);
+
+// Exact flavour in double: the same formulas with the given eps, evaluated over each chunk's *sorted*
+// values so equal multisets give bit-identical statistics (ties exact in real arithmetic stay exact;
+// accumulating in index order would split them by rounding and flip `H~ < median`). `buf` >= C doubles.
+void exact_chunk_statistics(std::span<const double> x, const ChunkGeometry& g, double eps, std::span<double> score,
+                            std::span<double> entropy, std::span<double> buf);
+
+// torch.median (lower middle for an even count) or the mean of the two middles. `buf` >= values.size().
+template <class V>
+V median(std::span<const V> values, MedianRule rule, std::span<V> buf);
+
+// "a ranks before b": larger value first, lower index on equal values.
+template <class V>
+struct RankDesc {
+  const V* value;
+  bool operator()(Index a, Index b) const { return value[a] > value[b] || (value[a] == value[b] && a < b); }
+};
+
+// Marks in `keep` the k positions of [begin, end) that rank first by (x desc, index asc). A chunk-sized
+// range (<= 16) counts each position's rank directly (no partitioning overhead for C ~ 10).
+template <class V>
+void mark_top_k_in_range(const V* x, Index begin, Index end, Index k, unsigned char* keep, Index* idx_buf) {
+  const Index n = end - begin;
+  if (k >= n) {
+    std::fill(keep + begin, keep + end, 1);
+    return;
+  }
+  if (k <= 0) return;
+  if (n <= 16) {
+    for (Index j = begin; j < end; ++j) {
+      Index rank = 0;
+      for (Index i = begin; i < end; ++i) rank += (x[i] > x[j]) | ((x[i] == x[j]) & (i < j));
+      keep[j] = static_cast<unsigned char>(keep[j] | (rank < k));
+    }
+    return;
+  }
+  for (Index t = 0; t < n; ++t) idx_buf[t] = begin + t;
+  std::nth_element(idx_buf, idx_buf + k, idx_buf + n, RankDesc<V>{x});
+  for (Index t = 0; t < k; ++t) keep[idx_buf[t]] = 1;
+}
+
+// order[0..n) = 0..n-1 sorted by (S desc, index asc). float: stable LSD radix sort on order-preserving
+// 32-bit keys (O(n); -0.0f is keyed as +0.0f because the two compare equal); double: comparison sort.
+void chunk_order(const float* S, Index n, Index* order, Workspace& ws);
+void chunk_order(const double* S, Index n, Index* order, Workspace& ws);
+
+// The median of S given its canonical descending order (no extra selection pass).
+template <class V>
+V median_from_order(const V* S, const Index* order, Index n, MedianRule rule) {
+  const Index lower = (n - 1) / 2;  // ascending position of the lower middle
+  const V lo = S[order[n - 1 - lower]];
+  if (rule == MedianRule::Lower || n % 2 == 1) return lo;
+  return (lo + S[order[n - 2 - lower]]) / V(2);
+}
+
+// Sorted positions t with keep[t] != 0. `scratch` holds >= keep.size() + 1 entries.
+Positions collect_kept(std::span<const unsigned char> keep, Index* scratch);
+
+}  // namespace kvaudit::select::detail

@@ -1,0 +1,199 @@
+// The admissibility checker's staged checks (shape -> range -> unique -> order -> budget -> rules) and
+// ChunkKV's rules (boundary, whole-chunk, chunk-order, per-head / shared fallback top-k).
+#include <algorithm>
+#include <sstream>
+
+#include "oracle/admissibility_internal.h"
+
+namespace kvaudit::oracle {
+namespace detail {
+
+std::string show(const Real& v) {
+  std::ostringstream out;
+  out.precision(9);
+  out << static_cast<double>(v);
+  return out.str();
+}
+
+std::string show_interval(const Interval& v) {
+  if (v.lo == v.hi) return show(v.lo);
+  return "[" + show(v.lo) + ", " + show(v.hi) + "]";
+}
+
+std::optional<TopKWitness> top_k_violation(const std::vector<Interval>& values, const std::vector<Index>& kept,
+                                           const std::vector<Index>& dropped) {
+  if (kept.empty() || dropped.empty()) return std::nullopt;
+  auto at = [&](Index p) -> const Interval& { return values[static_cast<std::size_t>(p)]; };
+  // Lowest index among equals so messages are reproducible.
+  Index weakest = *std::min_element(kept.begin(), kept.end(), [&](Index a, Index b) { return at(a).hi < at(b).hi; });
+  Index strongest = *std::min_element(dropped.begin(), dropped.end(), [&](Index a, Index b) { return at(a).lo > at(b).lo; });
+  if (at(weakest).hi >= at(strongest).lo) return std::nullopt;
+  return TopKWitness{weakest, strongest};
+}
+
+}  // namespace detail
+
+namespace {
+
+using detail::Interval;
+
+std::string chunk_name(Index i, const detail::Chunk& c) {
+  return "chunk " + std::to_string(i) + " [" + std::to_string(c.begin) + ", " + std::to_string(c.end) + ")";
+}
+
+std::optional<Verdict> check_positions(const Positions& kept, Index tokens, const std::string& where) {
+  for (Index p : kept)
+    if (p < 0 || p >= tokens)
+      return Verdict::violates("range", where + "position " + std::to_string(p) + " is outside [0, " + std::to_string(tokens) + ")");
+  Positions copy = kept;
+  std::sort(copy.begin(), copy.end());
+  auto dup = std::adjacent_find(copy.begin(), copy.end());
+  if (dup != copy.end()) return Verdict::violates("unique", where + "position " + std::to_string(*dup) + " is listed twice");
+  for (std::size_t i = 1; i < kept.size(); ++i)
+    if (kept[i] < kept[i - 1])
+      return Verdict::violates("order", where + "positions are not increasing: " + std::to_string(kept[i - 1]) + " before " +
+                                            std::to_string(kept[i]));
+  return std::nullopt;
+}
+
+std::vector<Index> complement(const Positions& kept, Index tokens) {
+  std::vector<bool> mark(static_cast<std::size_t>(tokens), false);
+  for (Index p : kept) mark[static_cast<std::size_t>(p)] = true;
+  std::vector<Index> out;
+  for (Index j = 0; j < tokens; ++j)
+    if (!mark[static_cast<std::size_t>(j)]) out.push_back(j);
+  return out;
+}
+
+Verdict top_k_verdict(const std::vector<Interval>& values, const Positions& kept, Index tokens, const std::string& what) {
+  auto w = detail::top_k_violation(values, kept, complement(kept, tokens));
+  if (!w) return Verdict::conforms();
+  return Verdict::violates("token-choice", what + ": kept position " + std::to_string(w->kept) + " (score " +
+                                               detail::show_interval(values[static_cast<std::size_t>(w->kept)]) +
+                                               ") ranks below dropped position " + std::to_string(w->dropped) + " (score " +
+                                               detail::show_interval(values[static_cast<std::size_t>(w->dropped)]) + ")");
+}
+
+// A partly kept chunk: "boundary" when the kept runs line up with a chunk grid shifted by o != 0 (an
+// off-by-offset chunking, e.g. the partial chunk put first), "whole-chunk" otherwise.
+Verdict partial_chunk_verdict(const std::vector<bool>& keep, Index tokens, Index c, Index chunk_index,
+                              const detail::Chunk& chunk, Index kept_count) {
+  std::vector<std::pair<Index, Index>> runs;
+  for (Index j = 0; j < tokens; ++j) {
+    if (!keep[static_cast<std::size_t>(j)]) continue;
+    if (runs.empty() || runs.back().second != j) runs.push_back({j, j + 1});
+    else runs.back().second = j + 1;
+  }
+  Index offset = -1;
+  bool aligned = true;
+  for (auto [a, b] : runs) {
+    for (Index edge : {a, b}) {
+      if (edge == 0 || edge == tokens) continue;
+      if (offset < 0) offset = edge % c;
+      if (edge % c != offset) aligned = false;
+    }
+  }
+  std::string what = chunk_name(chunk_index, chunk) + " is partly kept (" + std::to_string(kept_count) + " of " +
+                     std::to_string(chunk.size()) + " positions)";
+  if (aligned && offset > 0)
+    return Verdict::violates("boundary", what + "; the kept runs follow a chunk grid shifted by " + std::to_string(offset));
+  return Verdict::violates("whole-chunk", what + "; ChunkKV keeps chunks whole");
+}
+
+Verdict chunkkv_rules(const HeadScores& scores, const SelectorParams& params, const Selection& claimed,
+                      const ChunkKvBudget& budget, Rounding rounding) {
+  if (detail::ratio_is_zero(params)) return Verdict::conforms();  // budget stage already demanded all T positions
+  if (budget.fallback) {
+    if (params.flavour == Flavour::Kvpress) {  // per head, on that head's own (exact float32) scores
+      for (Index h = 0; h < scores.heads; ++h) {
+        std::vector<Interval> row;
+        for (Index t = 0; t < scores.tokens; ++t) row.push_back({detail::Real(scores.at(h, t)), detail::Real(scores.at(h, t))});
+        Verdict v = top_k_verdict(row, claimed.kept[static_cast<std::size_t>(h)], scores.tokens,
+                                  "head " + std::to_string(h) + " (fallback top-k, no complete chunk)");
+        if (!v.passed()) return v;
+      }
+      return Verdict::conforms();
+    }
+    auto bounds = detail::selector_bounds(scores, params, rounding, /*clamp=*/false, /*with_entropy=*/false);
+    return top_k_verdict(bounds.x, claimed.kept[0], scores.tokens, "fallback top-L of head-summed scores");
+  }
+  auto bounds = detail::selector_bounds(scores, params, rounding, /*clamp=*/false, /*with_entropy=*/false);
+  std::vector<bool> keep(static_cast<std::size_t>(scores.tokens), false);
+  for (Index p : claimed.kept[0]) keep[static_cast<std::size_t>(p)] = true;
+  std::vector<Index> kept_chunks, dropped_chunks;
+  for (std::size_t i = 0; i < bounds.chunks.size(); ++i) {
+    const auto& c = bounds.chunks[i];
+    Index k = 0;
+    for (Index j = c.begin; j < c.end; ++j) k += keep[static_cast<std::size_t>(j)] ? 1 : 0;
+    if (k > 0 && k < c.size())
+      return partial_chunk_verdict(keep, scores.tokens, params.chunk_length, static_cast<Index>(i), c, k);
+    (k > 0 ? kept_chunks : dropped_chunks).push_back(static_cast<Index>(i));
+  }
+  auto w = detail::top_k_violation(bounds.score, kept_chunks, dropped_chunks);
+  if (!w) return Verdict::conforms();
+  return Verdict::violates("chunk-order", "dropped " + chunk_name(w->dropped, bounds.chunks[static_cast<std::size_t>(w->dropped)]) +
+                                              " (mean " + detail::show_interval(bounds.score[static_cast<std::size_t>(w->dropped)]) +
+                                              ") outranks kept " + chunk_name(w->kept, bounds.chunks[static_cast<std::size_t>(w->kept)]) +
+                                              " (mean " + detail::show_interval(bounds.score[static_cast<std::size_t>(w->kept)]) + ")");
+}
+
+}  // namespace
+
+std::vector<ValueInterval> token_value_intervals(const HeadScores& scores, const SelectorParams& params, Rounding rounding) {
+  detail::validate(scores, params);
+  bool clamp = params.method == Method::EgChunkKV && params.flavour == Flavour::Exact;
+  auto bounds = detail::selector_bounds(scores, params, rounding, clamp, /*with_entropy=*/false);
+  std::vector<ValueInterval> out;
+  for (const auto& v : bounds.x) out.push_back({static_cast<double>(v.lo), static_cast<double>(v.hi)});
+  return out;
+}
+
+Verdict check_admissible(const HeadScores& scores, const SelectorParams& params, const Selection& claimed) {
+  return check_admissible(scores, params, claimed, AdmissibilityOptions{});
+}
+
+Verdict check_admissible(const HeadScores& scores, const SelectorParams& params, const Selection& claimed,
+                         const AdmissibilityOptions& options) {
+  std::string invalid = detail::invalid_reason(scores, params);
+  if (!invalid.empty()) return Verdict::unsupported("parameters or scores rejected: " + invalid);
+  bool chunkkv = params.method == Method::ChunkKV;
+  ChunkKvBudget budget;
+  if (chunkkv) budget = chunkkv_budget(scores.tokens, params);
+  bool per_head = chunkkv && budget.fallback && params.flavour == Flavour::Kvpress;
+
+  // shape
+  std::size_t expected = per_head ? static_cast<std::size_t>(scores.heads) : 1;
+  if (claimed.kept.size() != expected)
+    return Verdict::violates("shape", "expected " + std::to_string(expected) + (per_head ? " per-head lists" : " shared list") +
+                                          ", got " + std::to_string(claimed.kept.size()));
+  // range, unique, order
+  for (std::size_t h = 0; h < claimed.kept.size(); ++h) {
+    std::string where = per_head ? "head " + std::to_string(h) + ": " : "";
+    if (auto v = check_positions(claimed.kept[h], scores.tokens, where)) return *v;
+  }
+  // budget
+  if (chunkkv) {
+    for (std::size_t h = 0; h < claimed.kept.size(); ++h) {
+      auto n = static_cast<Index>(claimed.kept[h].size());
+      if (n != budget.min_tokens && n != budget.max_tokens)
+        return Verdict::violates("budget", std::string(per_head ? "head " + std::to_string(h) + ": " : "") + "kept " +
+                                               std::to_string(n) + " positions; ChunkKV keeps " +
+                                               (budget.min_tokens == budget.max_tokens
+                                                    ? std::to_string(budget.max_tokens)
+                                                    : std::to_string(budget.min_tokens) + " (partial chunk kept) or " +
+                                                          std::to_string(budget.max_tokens)));
+    }
+    return chunkkv_rules(scores, params, claimed, budget, options.rounding);
+  }
+  Index budget_tokens = std::min(detail::eg_token_budget(scores.tokens, params), scores.tokens);
+  auto n = static_cast<Index>(claimed.kept[0].size());
+  if (n != budget_tokens)
+    return Verdict::violates("budget", "kept " + std::to_string(n) + " positions, budget is " + std::to_string(budget_tokens));
+  if (budget_tokens == scores.tokens) return Verdict::conforms();
+  auto bounds = detail::selector_bounds(scores, params, options.rounding, params.flavour == Flavour::Exact, /*with_entropy=*/true);
+  std::vector<bool> keep(static_cast<std::size_t>(scores.tokens), false);
+  for (Index p : claimed.kept[0]) keep[static_cast<std::size_t>(p)] = true;
+  return detail::eg_rule_check(bounds, params, budget_tokens, keep);
+}
+
+}  // namespace kvaudit::oracle

@@ -1,0 +1,388 @@
+// EG-ChunkKV's rule-by-rule admissibility: is there a tie order (and a choice of computed statistics inside
+// their error intervals) under which the walk + top-up of SPEC section 3 produces exactly the claim?
+//
+// From the claim we read k_i, the kept count of every chunk. The walk ends in one of two ways:
+//   A. top-up: every chunk was visited and budget remained. Then plain chunks are whole, gated
+//      (important-and-spiky) chunks got their top min(n_i, r) and the top-up added the best leftovers.
+//      Chunk order is irrelevant; only the gates and the within-chunk / top-up rankings matter.
+//   B. no top-up: the visited chunks are exactly those with k_i > 0; they precede the unvisited ones in
+//      the order, and the last visited chunk m is where the budget ran out. Every other visited chunk is
+//      whole (plain) or cut to min(n_i, r) (gated); m keeps k_m <= n_m (plain) or k_m <= min(n_m, r) (gated).
+// Gates: a chunk's importance / spikiness is possible iff it holds with the chunk's statistic at one end of
+// its interval and all others at the opposite end; gates possible both ways are free, but together they
+// must satisfy the median's counting constraints (at least n - floor((n-1)/2) chunks are >= the lower
+// median, at most floor((n-1)/2) are below it). All of this is at most quadratic in the number of chunks:
+// no search, so the checker never needs to give up.
+#include <algorithm>
+#include <limits>
+
+#include "oracle/admissibility_internal.h"
+
+namespace kvaudit::oracle::detail {
+namespace {
+
+struct Possible {
+  bool important_true = false, important_false = false;
+  bool spiky_true = false, spiky_false = false;
+  bool gated() const { return important_true && spiky_true; }      // important and spiky can both hold
+  bool plain() const { return important_false || spiky_false; }    // one of them can fail
+};
+
+// Per-chunk options in one scenario; `contrib`: gating this chunk leaves budget for the top-up.
+struct Choice {
+  bool gated_ok = false, plain_ok = false, contrib = false;
+};
+
+std::string yes_no_either(bool t, bool f) { return t && f ? "either" : (t ? "yes" : "no"); }
+
+std::string describe(Index i, const Chunk& c, const Possible& g) {
+  return "chunk " + std::to_string(i) + " [" + std::to_string(c.begin) + ", " + std::to_string(c.end) + ") (important: " +
+         yes_no_either(g.important_true, g.important_false) + ", spiky: " + yes_no_either(g.spiky_true, g.spiky_false) + ")";
+}
+
+// Is there a gate assignment with every chunk's option respected, >= min_important important chunks,
+// <= max_spiky spiky chunks and (if need_contrib) at least one gated chunk leaving budget to the top-up?
+// For a plain chunk the best (important, spiky) pair is chosen: (1,0) > (0,0) > (0,1), each dominating the next.
+bool counts_feasible(const std::vector<Choice>& choices, const std::vector<Possible>& poss, Index min_important,
+                     Index max_spiky, bool need_contrib) {
+  Index important = 0, spiky = 0, free_zero = 0;
+  bool contrib = false, free_one_contrib = false, free_zero_contrib = false;
+  for (std::size_t i = 0; i < choices.size(); ++i) {
+    const Choice& c = choices[i];
+    const Possible& p = poss[i];
+    if (!c.gated_ok && !c.plain_ok) return false;
+    int plain_imp = p.important_true && p.spiky_false ? 1 : 0;
+    int plain_spk = !p.spiky_false ? 1 : 0;  // only when spikiness is forced true (then importance is false)
+    if (c.gated_ok && (!c.plain_ok || plain_spk == 1)) {  // forced gated, or gating costs no spikiness
+      ++important;
+      ++spiky;
+      contrib |= c.contrib;
+    } else if (!c.gated_ok) {
+      important += plain_imp;
+      spiky += plain_spk;
+    } else if (plain_imp == 1) {  // free, plain is (1,0): gating only adds spikiness
+      ++important;
+      free_one_contrib |= c.contrib;
+    } else {  // free, plain is (0,0): gating adds one important and one spiky
+      ++free_zero;
+      free_zero_contrib |= c.contrib;
+    }
+  }
+  auto ok = [&](Index deficit, Index slack, Index zeros) {
+    Index take = std::max<Index>(deficit, 0);
+    return slack >= 0 && take <= zeros && take <= slack;
+  };
+  Index deficit = min_important - important, slack = max_spiky - spiky;
+  if (!need_contrib || contrib) return ok(deficit, slack, free_zero);
+  return (free_one_contrib && ok(deficit, slack - 1, free_zero)) ||
+         (free_zero_contrib && ok(deficit - 1, slack - 1, free_zero - 1));
+}
+
+// The median of `sorted` after one element equal to `own` is replaced by `replacement`, in O(log n).
+Real kth_with_replacement(const std::vector<Real>& sorted, std::size_t removed, const Real& replacement, std::size_t k) {
+  auto at = [&](std::size_t t) -> const Real& { return sorted[t < removed ? t : t + 1]; };  // sorted minus one
+  std::size_t lo = 0, hi = sorted.size() - 1;  // first index of the reduced array with value >= replacement
+  while (lo < hi) {
+    std::size_t mid = (lo + hi) / 2;
+    if (at(mid) < replacement) lo = mid + 1;
+    else hi = mid;
+  }
+  if (k < lo) return at(k);
+  if (k == lo) return replacement;
+  return at(k - 1);
+}
+
+Real median_with_replacement(const std::vector<Real>& sorted, const Real& own, const Real& replacement, MedianRule rule) {
+  auto removed = static_cast<std::size_t>(std::lower_bound(sorted.begin(), sorted.end(), own) - sorted.begin());
+  std::size_t n = sorted.size(), k = (n - 1) / 2;
+  Real lower = kth_with_replacement(sorted, removed, replacement, k);
+  if (rule == MedianRule::Lower || n % 2 == 1) return lower;
+  return (lower + kth_with_replacement(sorted, removed, replacement, k + 1)) / 2;
+}
+
+struct Failure {
+  int stage = -1;  // how far the scenario got; the furthest failure is reported
+  Verdict verdict;
+};
+
+class EgChecker {
+ public:
+  EgChecker(const SelectorBounds& b, const SelectorParams& params, Index budget, const std::vector<bool>& keep)
+      : b_(b), params_(params), keep_(keep), r_(params.rescue_size) {
+    (void)budget;  // the claim's size was checked against it already; k_i carry everything else
+    n_chunks_ = static_cast<Index>(b.chunks.size());
+    for (const Chunk& c : b.chunks) {
+      Index k = 0;
+      for (Index j = c.begin; j < c.end; ++j) k += keep[static_cast<std::size_t>(j)] ? 1 : 0;
+      kept_.push_back(k);
+    }
+    set_gates();
+  }
+
+  Verdict run() {
+    if (auto v = token_choice()) return *v;
+    Failure b = scenario_no_top_up();
+    if (b.stage < 0) return Verdict::conforms();
+    Failure a = scenario_top_up();
+    if (a.stage < 0) return Verdict::conforms();
+    bool all_visited = std::all_of(kept_.begin(), kept_.end(), [](Index k) { return k > 0; });
+    bool topped_up = false;
+    for (Index i = 0; i < n_chunks_; ++i) topped_up |= kept_[i] < size(i) && kept_[i] > r_;
+    // The top-up reading is reported only when it got past the gates (every cut chunk could be a rescue);
+    // otherwise "the budget ran out in the wrong place" is the better explanation.
+    return all_visited && topped_up && a.stage >= 3 ? a.verdict : b.verdict;
+  }
+
+ private:
+  Index size(Index i) const { return b_.chunks[static_cast<std::size_t>(i)].size(); }
+  const Chunk& chunk(Index i) const { return b_.chunks[static_cast<std::size_t>(i)]; }
+  std::string name(Index i) const { return describe(i, chunk(i), poss_[static_cast<std::size_t>(i)]); }
+
+  void set_gates() {
+    // A chunk's own statistic moves the median it is compared with, so its gate is possible iff it holds
+    // with the chunk at one end of its interval and every other chunk at the opposite end (the median is
+    // monotone in each value). With zero-width intervals this is the exact gate.
+    auto ends = [](const std::vector<Interval>& v, bool upper) {
+      std::vector<Real> out;
+      for (const Interval& i : v) out.push_back(upper ? i.hi : i.lo);
+      std::sort(out.begin(), out.end());
+      return out;
+    };
+    std::vector<Real> score_lo = ends(b_.score, false), score_hi = ends(b_.score, true);
+    std::vector<Real> entropy_lo = ends(b_.entropy, false), entropy_hi = ends(b_.entropy, true);
+    auto median_with = [&](const std::vector<Real>& sorted, const Real& own_end, const Real& replacement) {
+      return median_with_replacement(sorted, own_end, replacement, params_.median);
+    };
+    for (Index i = 0; i < n_chunks_; ++i) {
+      const Interval& s = b_.score[static_cast<std::size_t>(i)];
+      const Interval& h = b_.entropy[static_cast<std::size_t>(i)];
+      Possible p;
+      p.important_true = s.hi >= median_with(score_lo, s.lo, s.hi);  // S_i >= median(S)
+      p.important_false = s.lo < median_with(score_hi, s.hi, s.lo);
+      if (params_.entropy_threshold) {
+        Real tau(*params_.entropy_threshold);
+        p.spiky_true = h.lo < tau;  // H~_i < tau
+        p.spiky_false = h.hi >= tau;
+      } else {
+        p.spiky_true = h.lo < median_with(entropy_hi, h.hi, h.lo);
+        p.spiky_false = h.hi >= median_with(entropy_lo, h.lo, h.hi);
+      }
+      poss_.push_back(p);
+    }
+    // Counting constraints of a median (none for the spikiness when tau is a fixed threshold).
+    Index n = n_chunks_;
+    if (params_.median == MedianRule::Lower) {
+      min_important_ = n - (n - 1) / 2;
+      max_spiky_ = (n - 1) / 2;
+    } else {
+      min_important_ = (n + 1) / 2;
+      max_spiky_ = n / 2;
+    }
+    if (params_.entropy_threshold) max_spiky_ = std::numeric_limits<Index>::max() / 4;
+  }
+
+  std::vector<Index> positions(Index i, bool kept) const {
+    std::vector<Index> out;
+    for (Index j = chunk(i).begin; j < chunk(i).end; ++j)
+      if (keep_[static_cast<std::size_t>(j)] == kept) out.push_back(j);
+    return out;
+  }
+
+  std::string token(Index p) const { return "position " + std::to_string(p) + " (score " + show_interval(b_.x[static_cast<std::size_t>(p)]) + ")"; }
+
+  // Any cut chunk, in either scenario, keeps an admissible top-k of itself.
+  std::optional<Verdict> token_choice() const {
+    for (Index i = 0; i < n_chunks_; ++i) {
+      if (kept_[i] == 0 || kept_[i] == size(i)) continue;
+      if (auto w = top_k_violation(b_.x, positions(i, true), positions(i, false)))
+        return Verdict::violates("token-choice", name(i) + ": kept " + token(w->kept) + " ranks below dropped " + token(w->dropped) +
+                                                     " of the same chunk");
+    }
+    return std::nullopt;
+  }
+
+  // Why chunk i cannot be a visited chunk that is not the last one.
+  Verdict not_middle_reason(Index i) const {
+    Index k = kept_[i], n = size(i);
+    std::string kn = std::to_string(k) + " of " + std::to_string(n);
+    if (k == n)
+      return Verdict::violates("rescue", name(i) + " must be cut to its top " + std::to_string(std::min(n, r_)) +
+                                             " positions but was kept whole");
+    if (k == r_)
+      return Verdict::violates("rescue", name(i) + " was cut to the rescue size (" + kn + ") but is not important-and-spiky");
+    return Verdict::violates("whole-chunk", name(i) + " keeps " + kn + " positions: neither whole nor the rescue size " +
+                                                std::to_string(r_) + ", and another chunk is where the budget ran out");
+  }
+
+  Failure scenario_no_top_up() const {
+    std::vector<Choice> middle(static_cast<std::size_t>(n_chunks_)), last(static_cast<std::size_t>(n_chunks_));
+    std::vector<Index> visited, cannot_be_middle;
+    Real max_lo_unvisited = -std::numeric_limits<double>::infinity();
+    Index strongest_unvisited = -1;
+    for (Index i = 0; i < n_chunks_; ++i) {
+      const Possible& p = poss_[static_cast<std::size_t>(i)];
+      Index k = kept_[i], n = size(i);
+      Choice& mid = middle[static_cast<std::size_t>(i)];
+      Choice& end = last[static_cast<std::size_t>(i)];
+      if (k == 0) {  // unvisited: its gates are free as far as the claim goes
+        mid = end = {p.gated(), p.plain(), false};
+        const Interval& s = b_.score[static_cast<std::size_t>(i)];
+        if (strongest_unvisited < 0 || s.lo > max_lo_unvisited) {
+          max_lo_unvisited = s.lo;
+          strongest_unvisited = i;
+        }
+        continue;
+      }
+      visited.push_back(i);
+      mid = {p.gated() && k == std::min(n, r_), p.plain() && k == n, false};
+      end = {p.gated() && k <= std::min(n, r_), p.plain(), false};
+      if (!mid.gated_ok && !mid.plain_ok) cannot_be_middle.push_back(i);
+    }
+    Failure worst{0, Verdict::violates("whole-chunk", "no chunk can be the one where the budget ran out")};
+    auto note = [&](int stage, Verdict v) {
+      if (stage > worst.stage) worst = {stage, std::move(v)};
+    };
+    if (cannot_be_middle.size() >= 2) {
+      // Only one chunk can be where the budget ran out; blame the higher-scoring one.
+      Index blame = cannot_be_middle[0];
+      for (Index i : cannot_be_middle)
+        if (b_.score[static_cast<std::size_t>(i)].lo > b_.score[static_cast<std::size_t>(blame)].lo) blame = i;
+      note(1, not_middle_reason(blame));
+      return worst;
+    }
+    std::vector<Index> candidates = cannot_be_middle.empty() ? visited : cannot_be_middle;
+    // The two smallest upper ends among visited chunks, to get min over visited \ {m} in O(1).
+    Index weakest = -1, second = -1;
+    for (Index i : visited) {
+      const Real& hi = b_.score[static_cast<std::size_t>(i)].hi;
+      if (weakest < 0 || hi < b_.score[static_cast<std::size_t>(weakest)].hi) {
+        second = weakest;
+        weakest = i;
+      } else if (second < 0 || hi < b_.score[static_cast<std::size_t>(second)].hi) {
+        second = i;
+      }
+    }
+    for (Index m : candidates) {
+      const Choice& end = last[static_cast<std::size_t>(m)];
+      if (!end.gated_ok && !end.plain_ok) {
+        note(2, Verdict::violates("rescue", name(m) + " is important-and-spiky but keeps " + std::to_string(kept_[m]) + " > " +
+                                                std::to_string(std::min(size(m), r_)) + " positions"));
+        continue;
+      }
+      // Order: visited \ {m} >= m >= unvisited for some values inside the intervals.
+      const Interval& sm = b_.score[static_cast<std::size_t>(m)];
+      Index above = weakest == m ? second : weakest;  // the weakest other visited chunk
+      Real lo = std::max(sm.lo, max_lo_unvisited);
+      Real hi = above >= 0 ? std::min(sm.hi, b_.score[static_cast<std::size_t>(above)].hi) : sm.hi;
+      if (lo > hi) {
+        Index kept_chunk = above >= 0 && b_.score[static_cast<std::size_t>(above)].hi < sm.hi ? above : m;
+        if (strongest_unvisited >= 0 && max_lo_unvisited > b_.score[static_cast<std::size_t>(kept_chunk)].hi) {
+          note(3, Verdict::violates("chunk-order", "dropped " + name(strongest_unvisited) + " (mean " +
+                                                       show_interval(b_.score[static_cast<std::size_t>(strongest_unvisited)]) +
+                                                       ") outranks visited " + name(kept_chunk) + " (mean " +
+                                                       show_interval(b_.score[static_cast<std::size_t>(kept_chunk)]) + ")"));
+        } else {
+          note(3, Verdict::violates("chunk-order", name(m) + " (mean " + show_interval(sm) + ") keeps " +
+                                                       std::to_string(kept_[m]) + " of " + std::to_string(size(m)) +
+                                                       " positions as if the budget ran out there, but it ranks above visited " +
+                                                       name(above) + " (mean " +
+                                                       show_interval(b_.score[static_cast<std::size_t>(above)]) + ")"));
+        }
+        continue;
+      }
+      std::vector<Choice> choices = middle;
+      choices[static_cast<std::size_t>(m)] = end;
+      if (!counts_feasible(choices, poss_, min_important_, max_spiky_, false)) {
+        note(4, Verdict::violates("rescue", "no assignment of the important / spiky gates fits the claim and the medians (at least " +
+                                                std::to_string(min_important_) + " important chunks, at most " +
+                                                std::to_string(max_spiky_) + " spiky), with " + name(m) +
+                                                " as the chunk where the budget ran out"));
+        continue;
+      }
+      return {-1, Verdict::conforms()};
+    }
+    return worst;
+  }
+
+  // Within gated chunk i (n_i > r): some W of r kept positions is an admissible top-r of the chunk and every
+  // other kept position of the chunk (a top-up pick) ranks >= every dropped position (max lower end m_d).
+  bool rescue_then_top_up_ok(Index i, const Real& max_dropped_lo) const {
+    std::vector<Index> kept = positions(i, true), dropped = positions(i, false);
+    auto x = [&](Index p) -> const Interval& { return b_.x[static_cast<std::size_t>(p)]; };
+    for (Index cand : kept) {
+      const Real& t = x(cand).hi;  // t = min over W of the upper ends
+      bool dropped_below = std::all_of(dropped.begin(), dropped.end(), [&](Index d) { return x(d).lo <= t; });
+      if (!dropped_below) continue;
+      Index must = 0, can = 0;
+      bool conflict = false;
+      for (Index p : kept) {
+        bool in_w_possible = x(p).hi >= t;
+        bool must_be_in_w = x(p).lo > t || x(p).hi < max_dropped_lo;  // above the cut, or too weak for the top-up
+        if (must_be_in_w && !in_w_possible) conflict = true;
+        must += must_be_in_w ? 1 : 0;
+        can += in_w_possible ? 1 : 0;
+      }
+      if (!conflict && must <= r_ && r_ <= can) return true;
+    }
+    return false;
+  }
+
+  Failure scenario_top_up() const {
+    Real max_dropped_lo = -std::numeric_limits<double>::infinity();
+    Index strongest_dropped = -1;
+    for (std::size_t j = 0; j < keep_.size(); ++j)
+      if (!keep_[j] && (strongest_dropped < 0 || b_.x[j].lo > max_dropped_lo)) {
+        max_dropped_lo = b_.x[j].lo;
+        strongest_dropped = static_cast<Index>(j);
+      }
+    std::vector<Choice> choices(static_cast<std::size_t>(n_chunks_));
+    for (Index i = 0; i < n_chunks_; ++i) {
+      const Possible& p = poss_[static_cast<std::size_t>(i)];
+      Index k = kept_[i], n = size(i);
+      if (k == 0)
+        return {1, Verdict::violates("top-up", name(i) + " kept nothing although the walk left budget for the top-up")};
+      if (k < n) {  // cut while budget remained: must be a gated chunk whose rescue the top-up extended
+        if (!p.gated())
+          return {2, Verdict::violates("rescue", name(i) + " was cut (" + std::to_string(k) + " of " + std::to_string(n) +
+                                                     ") but is not important-and-spiky")};
+        if (k < r_)
+          return {2, Verdict::violates("rescue", name(i) + " keeps " + std::to_string(k) + " < rescue size " + std::to_string(r_) +
+                                                     " positions although budget remained for the top-up")};
+        if (!rescue_then_top_up_ok(i, max_dropped_lo)) {
+          std::vector<Index> kept = positions(i, true);
+          Index weakest = *std::min_element(kept.begin(), kept.end(), [&](Index a, Index c) {
+            return b_.x[static_cast<std::size_t>(a)].hi < b_.x[static_cast<std::size_t>(c)].hi;
+          });
+          return {3, Verdict::violates("top-up", name(i) + ": beyond its top " + std::to_string(r_) + ", kept " + token(weakest) +
+                                                     " cannot be a top-up pick: dropped " + token(strongest_dropped) +
+                                                     " ranks above it")};
+        }
+        choices[static_cast<std::size_t>(i)] = {true, false, k > r_};
+      } else {
+        bool gated_ok = p.gated() && (n <= r_ || rescue_then_top_up_ok(i, max_dropped_lo));
+        choices[static_cast<std::size_t>(i)] = {gated_ok, p.plain(), n > r_};
+      }
+    }
+    if (!counts_feasible(choices, poss_, min_important_, max_spiky_, true))
+      return {4, Verdict::violates("rescue", "no assignment of the important / spiky gates both fits the medians and leaves budget "
+                                             "for the top-up")};
+    return {-1, Verdict::conforms()};
+  }
+
+  const SelectorBounds& b_;
+  const SelectorParams& params_;
+  const std::vector<bool>& keep_;
+  Index r_;
+  Index n_chunks_ = 0;
+  std::vector<Index> kept_;
+  std::vector<Possible> poss_;
+  Index min_important_ = 0, max_spiky_ = 0;
+};
+
+}  // namespace
+
+Verdict eg_rule_check(const SelectorBounds& bounds, const SelectorParams& params, Index budget, const std::vector<bool>& keep) {
+  return EgChecker(bounds, params, budget, keep).run();
+}
+
+}  // namespace kvaudit::oracle::detail

@@ -1,0 +1,316 @@
+// Reference Page-EntroKV: each function transcribes one definition of SPEC.md section 5 in exact rationals.
+#include "oracle/page_entrokv.h"
+
+#include <algorithm>
+#include <cmath>
+#include <numeric>
+#include <set>
+#include <stdexcept>
+
+namespace kvaudit::oracle::paging {
+
+const char* to_string(Pooling p) { return p == Pooling::Entropy ? "entropy" : "mean"; }
+const char* to_string(PoolSource p) { return p == PoolSource::SinkIsolated ? "sink-isolated" : "raw"; }
+const char* to_string(PageScore p) { return p == PageScore::Sum ? "sum" : "max"; }
+const char* to_string(SinkPages p) { return p == SinkPages::Reserved ? "reserved" : "scored"; }
+const char* to_string(GreedyRule p) { return p == GreedyRule::SkipMisfits ? "skip-misfits" : "stop-at-first-misfit"; }
+
+Index page_token_budget(Index tokens, const std::string& rho_text) {
+  // Read the decimal digit by digit: numerator / 10^fraction_digits, no floating point anywhere.
+  boost::multiprecision::mpz_int numerator = 0, denominator = 1;
+  bool point = false, digits = false;
+  for (char c : rho_text) {
+    if (c == '.' && !point) {
+      point = true;
+    } else if (c >= '0' && c <= '9') {
+      digits = true;
+      numerator = numerator * 10 + (c - '0');
+      if (point) denominator *= 10;
+    } else {
+      throw std::invalid_argument("compression ratio '" + rho_text + "' is not a plain decimal");
+    }
+  }
+  if (!digits) throw std::invalid_argument("compression ratio '" + rho_text + "' is not a plain decimal");
+  Exact rho(numerator, denominator);
+  if (rho >= 1) throw std::invalid_argument("compression ratio '" + rho_text + "' is not in [0, 1)");
+  Exact kept = (Exact(1) - rho) * tokens;
+  // Both parts are positive, so integer division is the floor.
+  boost::multiprecision::mpz_int floor_kept = boost::multiprecision::numerator(kept) / boost::multiprecision::denominator(kept);
+  Index budget = floor_kept.convert_to<Index>();
+  return std::max<Index>(1, budget);
+}
+
+std::optional<std::vector<Exact>> sink_isolate(std::span<const float> p, Index n_sink) {
+  const Index T = static_cast<Index>(p.size());
+  Exact mass = 0;
+  for (Index t = n_sink; t < T; ++t) mass += Exact(static_cast<double>(p[t]));
+  if (mass == 0) return std::nullopt;
+  std::vector<Exact> q(static_cast<std::size_t>(T), Exact(0));
+  for (Index t = n_sink; t < T; ++t) q[t] = Exact(static_cast<double>(p[t])) / mass;
+  return q;
+}
+
+std::vector<Exact> exact_row(std::span<const float> p) {
+  std::vector<Exact> q;
+  q.reserve(p.size());
+  for (float v : p) q.emplace_back(static_cast<double>(v));
+  return q;
+}
+
+Exact collision_probability(const std::vector<Exact>& q) {
+  Exact c = 0;
+  for (const Exact& v : q) c += v * v;
+  return c;
+}
+
+double renyi2_entropy(const Exact& collision) {
+  return collision > 0 ? -std::log(collision.convert_to<double>()) : INFINITY;
+}
+
+std::vector<Exact> group_weights(const std::vector<std::optional<std::vector<Exact>>>& isolated, Pooling pooling) {
+  const std::size_t G = isolated.size();
+  std::vector<Exact> w(G, Exact(1, static_cast<long>(G)));
+  if (pooling == Pooling::Mean) return w;
+  std::vector<Exact> c(G, Exact(0));
+  Exact total = 0;
+  for (std::size_t h = 0; h < G; ++h) {
+    if (isolated[h]) c[h] = collision_probability(*isolated[h]);
+    total += c[h];
+  }
+  if (total == 0) return w;  // no head has a non-sink distribution: nothing to prefer
+  for (std::size_t h = 0; h < G; ++h) w[h] = c[h] / total;
+  return w;
+}
+
+std::vector<Exact> pooled_scores(const std::vector<std::vector<Exact>>& sources, const std::vector<Exact>& weights) {
+  std::vector<Exact> s(sources.empty() ? 0 : sources[0].size(), Exact(0));
+  for (std::size_t h = 0; h < sources.size(); ++h)
+    for (std::size_t t = 0; t < s.size(); ++t) s[t] += weights[h] * sources[h][t];
+  return s;
+}
+
+std::vector<Page> page_layout(Index tokens, Index page_size) {
+  if (page_size < 1) throw std::invalid_argument("page size must be >= 1");
+  std::vector<Page> pages;
+  for (Index b = 0; b < tokens; b += page_size) pages.push_back({b, std::min(b + page_size, tokens)});
+  return pages;
+}
+
+std::vector<Exact> page_scores(const std::vector<Exact>& token_scores, const std::vector<Page>& pages, PageScore kind) {
+  std::vector<Exact> out;
+  for (const Page& pg : pages) {
+    Exact v = token_scores[pg.begin];
+    for (Index t = pg.begin + 1; t < pg.end; ++t) {
+      if (kind == PageScore::Sum) v += token_scores[t];
+      else if (token_scores[t] > v) v = token_scores[t];
+    }
+    out.push_back(v);
+  }
+  return out;
+}
+
+std::vector<bool> reserved_pages(const std::vector<Page>& pages, Index n_sink, SinkPages policy) {
+  std::vector<bool> r(pages.size(), false);
+  if (policy == SinkPages::Reserved)
+    for (std::size_t k = 0; k < pages.size(); ++k) r[k] = pages[k].begin < n_sink;
+  return r;
+}
+
+namespace {
+// The visiting order of the walk: reserved pages by index, then (score desc, index asc).
+std::vector<Index> walk_order(const std::vector<Exact>& scores, const std::vector<bool>& reserved) {
+  std::vector<Index> order(scores.size());
+  std::iota(order.begin(), order.end(), Index{0});
+  std::stable_sort(order.begin(), order.end(), [&](Index a, Index b) {
+    if (reserved[a] != reserved[b]) return static_cast<bool>(reserved[a]);
+    if (reserved[a]) return a < b;
+    if (scores[a] != scores[b]) return scores[a] > scores[b];
+    return a < b;
+  });
+  return order;
+}
+}  // namespace
+
+std::vector<Index> select_pages(const std::vector<Exact>& scores, const std::vector<Page>& pages,
+                                const std::vector<bool>& reserved, Index budget, GreedyRule rule) {
+  std::vector<Index> kept;
+  Index retained = 0;
+  for (Index k : walk_order(scores, reserved)) {
+    if (retained + pages[k].size() <= budget) {
+      kept.push_back(k);
+      retained += pages[k].size();
+    } else if (rule == GreedyRule::StopAtFirstMisfit) {
+      break;
+    }
+  }
+  std::sort(kept.begin(), kept.end());
+  return kept;
+}
+
+GroupResult page_entrokv_group(const std::vector<std::span<const float>>& rows, const PageParams& params) {
+  GroupResult r;
+  const Index T = rows.empty() ? 0 : static_cast<Index>(rows[0].size());
+  std::vector<std::optional<std::vector<Exact>>> isolated;
+  for (const auto& row : rows) isolated.push_back(sink_isolate(row, params.n_sink));
+  r.weights = group_weights(isolated, params.pooling);
+  std::vector<std::vector<Exact>> sources;
+  for (std::size_t h = 0; h < rows.size(); ++h) {
+    if (params.source == PoolSource::Raw) sources.push_back(exact_row(rows[h]));
+    else sources.push_back(isolated[h] ? *isolated[h] : std::vector<Exact>(static_cast<std::size_t>(T), Exact(0)));
+  }
+  r.token_scores = pooled_scores(sources, r.weights);
+  const std::vector<Page> pages = page_layout(T, params.page_size);
+  r.page_scores = page_scores(r.token_scores, pages, params.page_score);
+  r.reserved = reserved_pages(pages, params.n_sink, params.sink_pages);
+  const Index budget = page_token_budget(T, params.ratio_text);
+  r.kept_pages = select_pages(r.page_scores, pages, r.reserved, budget, params.greedy);
+  for (Index k : r.kept_pages)
+    for (Index t = pages[k].begin; t < pages[k].end; ++t) r.kept_tokens.push_back(t);
+  return r;
+}
+
+Index PageLedger::kept_total() const {
+  Index n = 0;
+  for (auto v : kept) n += v != 0;
+  return n;
+}
+
+PagedSelection page_entrokv(const ScoreTensor& attn, const PageParams& params) {
+  if (params.group_size < 1 || attn.heads % params.group_size != 0)
+    throw std::invalid_argument("q_heads is not a multiple of the group size");
+  const std::vector<Page> pages = page_layout(attn.tokens, params.page_size);
+  PagedSelection out;
+  out.tokens = attn.tokens;
+  out.page_size = params.page_size;
+  out.budget = page_token_budget(attn.tokens, params.ratio_text);
+  const Index groups = attn.heads / params.group_size;
+  out.ledger = {attn.layers, groups, static_cast<Index>(pages.size()),
+                std::vector<std::uint8_t>(static_cast<std::size_t>(attn.layers * groups) * pages.size(), 0)};
+  for (Index l = 0; l < attn.layers; ++l) {
+    for (Index g = 0; g < groups; ++g) {
+      std::vector<std::span<const float>> rows;
+      for (Index h = g * params.group_size; h < (g + 1) * params.group_size; ++h) rows.push_back(attn.row(l, h));
+      GroupResult r = page_entrokv_group(rows, params);
+      for (Index k : r.kept_pages) out.ledger.kept[static_cast<std::size_t>((l * groups + g) * out.ledger.pages + k)] = 1;
+      out.kept_tokens.push_back(r.kept_tokens);
+      out.groups.push_back(std::move(r));
+    }
+  }
+  return out;
+}
+
+Verdict check_page_accounting(const PageLedger& ledger, const std::vector<Positions>& token_sets, Index tokens,
+                              Index page_size, Index budget) {
+  const std::vector<Page> pages = page_layout(tokens, page_size);
+  if (static_cast<Index>(pages.size()) != ledger.pages || static_cast<Index>(token_sets.size()) != ledger.layers * ledger.groups)
+    return Verdict::violates("token-set", "ledger shape does not match the token sets or the page layout");
+  Index total_from_sets = 0;
+  for (Index l = 0; l < ledger.layers; ++l) {
+    for (Index g = 0; g < ledger.groups; ++g) {
+      const Positions& set = token_sets[static_cast<std::size_t>(l * ledger.groups + g)];
+      const std::string where = "layer " + std::to_string(l) + " group " + std::to_string(g);
+      // Way 1: the ledger.
+      Index ledger_pages = 0, ledger_tokens = 0;
+      for (Index p = 0; p < ledger.pages; ++p)
+        if (ledger.at(l, g, p)) ++ledger_pages, ledger_tokens += pages[p].size();
+      // Way 2: the token set alone.
+      std::set<Index> distinct(set.begin(), set.end());
+      if (distinct.size() != set.size() || (!set.empty() && (set.front() < 0 || set.back() >= tokens)))
+        return Verdict::violates("token-set", where + ": positions repeated or out of range");
+      std::set<Index> touched;
+      for (Index t : set) touched.insert(t / page_size);
+      const Index set_pages = static_cast<Index>(touched.size()), set_tokens = static_cast<Index>(set.size());
+      if (set_pages != ledger_pages)
+        return Verdict::violates("pages-agree", where + ": ledger has " + std::to_string(ledger_pages) +
+                                                     " pages, token set touches " + std::to_string(set_pages));
+      if (set_tokens != ledger_tokens)
+        return Verdict::violates("tokens-agree", where + ": ledger pages hold " + std::to_string(ledger_tokens) +
+                                                      " tokens, token set has " + std::to_string(set_tokens));
+      for (Index p : touched)
+        if (!ledger.at(l, g, p) || static_cast<Index>(std::count_if(set.begin(), set.end(), [&](Index t) { return t / page_size == p; })) != pages[p].size())
+          return Verdict::violates("whole-pages", where + ": page " + std::to_string(p) + " is partly selected or not in the ledger");
+      if (set_tokens > budget)
+        return Verdict::violates("budget", where + ": retains " + std::to_string(set_tokens) + " > budget " + std::to_string(budget));
+      total_from_sets += set_pages;
+    }
+  }
+  if (total_from_sets != ledger.kept_total())
+    return Verdict::violates("total", "sum of per-group pages " + std::to_string(total_from_sets) +
+                                          " != kept ledger tuples " + std::to_string(ledger.kept_total()));
+  return Verdict::conforms();
+}
+
+Verdict check_pages_admissible(const std::vector<Exact>& scores, const std::vector<Page>& pages,
+                               const std::vector<bool>& reserved, Index budget, GreedyRule rule,
+                               const std::vector<Index>& claimed, const Exact& rel_tol) {
+  const Index n = static_cast<Index>(pages.size());
+  // Stage 1: shape.
+  for (std::size_t i = 0; i < claimed.size(); ++i)
+    if (claimed[i] < 0 || claimed[i] >= n || (i > 0 && claimed[i] <= claimed[i - 1]))
+      return Verdict::violates("shape", "kept page indices must be strictly increasing and in [0, " + std::to_string(n) + ")");
+  std::vector<bool> in(static_cast<std::size_t>(n), false);
+  Index retained = 0;
+  for (Index k : claimed) in[k] = true, retained += pages[k].size();
+  // Stage 2: budget.
+  if (retained > budget)
+    return Verdict::violates("budget", "retains " + std::to_string(retained) + " > budget " + std::to_string(budget));
+  // Stage 3: reserved pages are walked first, in index order: no freedom there.
+  Index used = 0;
+  bool stopped = false;
+  for (Index k = 0; k < n; ++k) {
+    if (!reserved[k]) continue;
+    bool take = !stopped && used + pages[k].size() <= budget;
+    if (!take && rule == GreedyRule::StopAtFirstMisfit) stopped = true;
+    if (take) used += pages[k].size();
+    if (take != in[k]) return Verdict::violates("reserved", "reserved page " + std::to_string(k) + (take ? " must be kept" : " cannot fit"));
+  }
+  // Stage 4: scored pages. Sort, cut into tie classes, then try every position of the (unique) short page
+  // inside its class: full pages of one class are interchangeable, so only per-class counts matter.
+  std::vector<Index> order;
+  for (Index k = 0; k < n; ++k)
+    if (!reserved[k]) order.push_back(k);
+  std::stable_sort(order.begin(), order.end(), [&](Index a, Index b) { return scores[a] > scores[b]; });
+  std::vector<std::vector<Index>> classes;
+  for (std::size_t i = 0; i < order.size(); ++i) {
+    bool tied = i > 0 && scores[order[i - 1]] - scores[order[i]] <= rel_tol * (scores[order[i - 1]] + scores[order[i]]);
+    if (!tied) classes.emplace_back();
+    classes.back().push_back(order[i]);
+  }
+  Index full = 0;
+  for (const Page& pg : pages) full = std::max(full, pg.size());
+  Index short_class = -1, short_page = -1;
+  for (std::size_t c = 0; c < classes.size(); ++c)
+    for (Index k : classes[c])
+      if (pages[k].size() < full) short_class = static_cast<Index>(c), short_page = k;
+  std::vector<Index> claimed_full(classes.size(), 0);
+  for (std::size_t c = 0; c < classes.size(); ++c)
+    for (Index k : classes[c])
+      if (in[k] && k != short_page) ++claimed_full[c];
+  const bool claimed_short = short_page >= 0 && in[short_page];
+  const Index positions = short_class >= 0 ? static_cast<Index>(classes[short_class].size()) : 1;
+  for (Index j = 0; j < positions; ++j) {
+    Index u = used;
+    bool stop = stopped, short_taken = false, match = true;
+    for (std::size_t c = 0; c < classes.size() && match; ++c) {
+      // The sizes this class presents to the walk: its full pages, with the short page at position j.
+      std::vector<Index> sizes(classes[c].size(), full);
+      const bool has_short = static_cast<Index>(c) == short_class;
+      if (has_short) sizes[static_cast<std::size_t>(j)] = pages[short_page].size();
+      Index taken = 0;
+      for (std::size_t i = 0; i < sizes.size(); ++i) {
+        const bool is_short = has_short && static_cast<Index>(i) == j;
+        if (!stop && u + sizes[i] <= budget) {
+          u += sizes[i];
+          if (is_short) short_taken = true; else ++taken;
+        } else if (rule == GreedyRule::StopAtFirstMisfit) {
+          stop = true;
+        }
+      }
+      match = taken == claimed_full[c];
+    }
+    if (match && short_taken == claimed_short) return Verdict::conforms();
+  }
+  return Verdict::violates("tie-order", "no order of tied pages makes the walk keep the claimed pages");
+}
+
+}  // namespace kvaudit::oracle::paging

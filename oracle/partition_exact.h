@@ -1,0 +1,35 @@
+// Certified exact solver for SPEC section 4 (fixed m and free form), reaching far beyond enumeration.
+//
+// H(q) = sum_k h(q_k) is additive over groups, so the largest and smallest entropies of an m-aggregation of
+// every suffix (i, n] are O(n^2 m) dynamic programmes (Cicalese & Vaccaro, arXiv:1805.05375). A depth-first
+// branch-and-bound over the boundary DAG uses them as bounds: a subtree is cut when even its smallest
+// entropy exceeds R or its largest cannot beat the incumbent, and a subtree whose largest entropy is below R
+// is answered by the max-entropy DP path directly. Every prune is taken only with a margin of the derived
+// double rounding bound (partition_arith.h); leaf decisions inside the margin are re-decided in 332 bits.
+#pragma once
+
+#include <cstdint>
+
+#include "oracle/partition_types.h"
+
+namespace kvaudit::oracle {
+
+struct ExactLimits {
+  std::int64_t max_nodes = 200'000'000;
+  double max_seconds = 10.0;
+};
+
+// The max- and min-entropy m-aggregations (unconstrained by R), in double; ties toward lower cuts.
+struct EntropyExtremes {
+  double max_bits = 0.0, min_bits = 0.0;
+  std::vector<Index> max_cuts, min_cuts;
+};
+EntropyExtremes entropy_extremes(const std::vector<double>& p, Index m);
+
+// Solves the problem. When a limit stops the search the answer holds the best partition found, complete =
+// false, certified = false and optimum_upper a proven upper bound on the optimum. Exact ties keep the
+// canonical partition (fewer groups, then lexicographically smaller cuts), as the enumeration does.
+// Throws std::invalid_argument for m outside [1, n] or bad probabilities.
+PartitionAnswer solve_exact(const PartitionProblem& problem, const ExactLimits& limits = {});
+
+}  // namespace kvaudit::oracle

@@ -1,0 +1,40 @@
+// Plain types of the entropy-budgeted contiguous partition problem (SPEC section 4): inputs and answers.
+#pragma once
+
+#include <cstdint>
+#include <limits>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/types.h"
+
+namespace kvaudit::oracle {
+
+// max H(q) subject to H(q) <= R over contiguous aggregations q of p; `groups` fixes m (absent = free form).
+struct PartitionProblem {
+  std::vector<double> p;           // probabilities, finite, >= 0 (callers validate the sum)
+  double budget_bits = 0.0;        // R
+  std::optional<Index> groups;     // m; nullopt = free form (any number of groups)
+};
+
+// What a solver concluded. Groups are (b_{k-1}, b_k] with b_0 = 0, b_m = n; `cuts` holds b_1..b_{m-1}.
+struct PartitionAnswer {
+  std::string solver;                // "enumerate", "exact", "greedy"
+  bool feasible = false;             // some partition has H <= R (for greedy: the one it returned does)
+  std::vector<Index> cuts;           // interior boundaries, strictly increasing, each in [1, n-1]
+  std::vector<double> masses;        // q_k, rounded to double from the exact group sums
+  double entropy_bits = std::numeric_limits<double>::quiet_NaN();  // H(q), rounded from extended precision
+  // True only when the search finished and every decision whose double outcome was within its rounding
+  // error bound was re-decided, conclusively, in extended precision.
+  bool certified = false;
+  bool complete = true;              // false when a node or time limit stopped the search
+  // A proven upper bound on the optimum (equals entropy_bits when complete; min(R, max-entropy DP) else).
+  double optimum_upper = std::numeric_limits<double>::quiet_NaN();
+  std::int64_t nodes = 0;            // search nodes (exact) or tuples (enumerate) visited
+  std::int64_t extended_decisions = 0;  // decisions re-done in extended precision
+  std::int64_t undecided = 0;           // extended-precision decisions that stayed within their error bound
+  std::string note;                  // why not certified / why stopped, when relevant
+};
+
+}  // namespace kvaudit::oracle

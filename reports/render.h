@@ -1,0 +1,23 @@
+// Renderers of a validated report document: Markdown for review threads, self-contained HTML for reading.
+#pragma once
+
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+namespace kvaudit::reports {
+
+std::string render_json(const nlohmann::json& report);      // pretty, keys sorted: byte-stable
+std::string render_markdown(const nlohmann::json& report);
+std::string render_html(const nlohmann::json& report);      // inline CSS and SVG only: opens offline
+
+// One chart ({"title","kind","x_label","y_label","series"}) as an inline <svg> element.
+std::string render_svg_chart(const nlohmann::json& chart);
+
+// A JSON scalar as report text: strings bare, numbers with up to 6 significant digits.
+std::string cell_text(const nlohmann::json& value);
+
+// Escapes &, <, > and " for HTML text and attribute values (SVG too).
+std::string html_escape(const std::string& text);
+
+}  // namespace kvaudit::reports

@@ -1,0 +1,92 @@
+// The CPU build of the batched GPU selectors against the oracles on every shipped real dump (data/).
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "core/compression_ratio.h"
+#include "core/gpu/gpu_select.h"
+#include "core/io/dump.h"
+#include "oracle/chunk_selection.h"
+#include "oracle/page_entrokv.h"
+
+namespace kvaudit::gpu {
+namespace {
+
+std::vector<io::PromptDump> dumps_or_skip() {
+  if (!std::filesystem::exists("data/manifest.json")) return {};
+  return io::load_dumps("data");
+}
+
+// kvpress flavour: the CPU build evaluates the oracle's float32 statistics in the same order, so every layer
+// must give the canonical selection exactly.
+TEST(GpuCpuDumps, ChunkSelectorsEqualOracleOnRealScores) {
+  const auto dumps = dumps_or_skip();
+  if (dumps.empty()) GTEST_SKIP() << "no data/manifest.json: no real dumps shipped";
+  Index layers_checked = 0;
+  for (const auto& d : dumps) {
+    for (const std::string name : {"scores.snapkv", "scores.expected_attention", "scores.tova"}) {
+      if (!d.tensors.count(name)) continue;
+      const ScoreTensor t = d.scores(name);
+      for (const std::string rho : {"0.5", "0.75", "0.9"}) {
+        for (auto method : {Method::EgChunkKV, Method::ChunkKV}) {
+          SelectorParams p;
+          p.method = method;
+          p.chunk_length = method == Method::EgChunkKV ? 10 : 20;
+          p.ratio = parse_compression_ratio(rho);
+          const auto got = cpu::select(BatchedScores::per_layer(t), p);
+          ASSERT_EQ(static_cast<Index>(got.size()), t.layers);
+          for (Index l = 0; l < t.layers; ++l) {
+            const HeadScores hs{t.heads, t.tokens, t.row(l, 0).first(static_cast<std::size_t>(t.heads * t.tokens))};
+            const Selection want = oracle::select(hs, p);
+            ASSERT_EQ(got[l].kept, want.kept) << d.name << " " << name << " rho " << rho << " layer " << l;
+            ++layers_checked;
+          }
+        }
+      }
+    }
+  }
+  ASSERT_GT(layers_checked, 0) << "dumps present but no score tensor found";
+  std::cout << "[ gpu-cpu ] " << layers_checked << " (prompt, scorer, ratio, method, layer) selections equal\n";
+}
+
+TEST(GpuCpuDumps, PageEntroKvMatchesOracleOnRealAttention) {
+  const auto dumps = dumps_or_skip();
+  if (dumps.empty()) GTEST_SKIP() << "no data/manifest.json: no real dumps shipped";
+  namespace op = oracle::paging;
+  Index canonical = 0, admissible = 0;
+  for (const auto& d : dumps) {
+    const ScoreTensor a = d.scores("attention.window_mean");
+    const Index G = d.q_heads / d.kv_heads;
+    for (const std::string rho : {"0.8", "0.98"}) {
+      PageParams p;
+      p.group_size = G;
+      p.ratio_text = rho;
+      op::PageParams o;
+      o.group_size = G;
+      o.ratio_text = rho;
+      const auto got = cpu::page_select(BatchedScores{a.layers * d.kv_heads, G, a.tokens, a.values}, p);
+      const op::PagedSelection want = op::page_entrokv(a, o);
+      const std::vector<op::Page> pages = op::page_layout(a.tokens, o.page_size);
+      for (std::size_t s = 0; s < got.size(); ++s) {
+        if (got[s].pages == want.groups[s].kept_pages) {
+          ASSERT_EQ(got[s].tokens, want.kept_tokens[s]);
+          ++canonical;
+          continue;
+        }
+        const Verdict v = op::check_pages_admissible(want.groups[s].page_scores, pages, want.groups[s].reserved,
+                                                     want.budget, o.greedy, got[s].pages,
+                                                     op::Exact(page_score_rel_tol(a.tokens, p)));
+        ASSERT_TRUE(v.passed()) << d.name << " group " << s << ": " << v.rule << ": " << v.message;
+        ++admissible;
+      }
+    }
+  }
+  std::cout << "[ gpu-cpu ] page selections: " << canonical << " canonical, " << admissible
+            << " admissible within page_score_rel_tol only\n";
+  ASSERT_GT(canonical + admissible, 0);
+}
+
+}  // namespace
+}  // namespace kvaudit::gpu

@@ -1,0 +1,49 @@
+// Theorem N (docs/page-entrokv.md): whenever its condition holds, the needle's page is kept, for entropy and
+// mean pooling, both greedy rules and both page scores; groups hold one retrieval head carrying a needle.
+#include <gtest/gtest.h>
+#include <rapidcheck/gtest.h>
+
+#include "oracle/needle_retention.h"
+
+namespace op = kvaudit::oracle::paging;
+using kvaudit::Index;
+
+RC_GTEST_PROP(PagingNeedle, ConditionImpliesRetention, ()) {
+  const Index G = *rc::gen::inRange<Index>(2, 5), P = *rc::gen::inRange<Index>(2, 9);
+  const Index T = *rc::gen::inRange<Index>(3 * P, 12 * P);
+  op::PageParams params;
+  params.group_size = G;
+  params.page_size = P;
+  params.ratio_text = *rc::gen::element<std::string>("0.5", "0.75", "0.8", "0.9");
+  params.greedy = *rc::gen::element(op::GreedyRule::SkipMisfits, op::GreedyRule::StopAtFirstMisfit);
+  params.page_score = *rc::gen::element(op::PageScore::Sum, op::PageScore::Max);
+  params.sink_pages = *rc::gen::element(op::SinkPages::Reserved, op::SinkPages::Scored);
+  params.source = *rc::gen::element(op::PoolSource::SinkIsolated, op::PoolSource::Raw);
+  const Index n_pages = (T + P - 1) / P;
+  const Index needle = *rc::gen::inRange<Index>(1, n_pages);
+  const Index retrieval = *rc::gen::inRange<Index>(0, G);
+  std::vector<std::vector<float>> rows;
+  for (Index h = 0; h < G; ++h) {
+    // Weights from a small pool: ties, zeros; the retrieval head adds a block on the needle page.
+    auto w = *rc::gen::container<std::vector<int>>(static_cast<std::size_t>(T), rc::gen::element(0, 0, 1, 2, 4));
+    for (Index t = 0; t < std::min<Index>(4, T); ++t) w[t] += *rc::gen::element(0, 20, 200);  // sinks
+    if (h == retrieval) {
+      const int block = *rc::gen::element(10, 50, 200, 1000);
+      for (Index t = needle * P; t < std::min((needle + 1) * P, T); ++t) w[t] += block;
+    }
+    double sum = 0;
+    for (int v : w) sum += v;
+    std::vector<float> row;
+    for (int v : w) row.push_back(sum > 0 ? static_cast<float>(v / sum) : 0.0f);
+    rows.push_back(row);
+  }
+  std::vector<std::span<const float>> spans(rows.begin(), rows.end());
+  const op::NeedlePageCheck c = op::check_needle_page(spans, params, needle);
+  RC_ASSERT(c.theorem.passed());
+  if (c.entropy.holds) RC_ASSERT(c.kept_entropy);
+  if (c.mean.holds) RC_ASSERT(c.kept_mean);
+  RC_ASSERT(c.mean_violation == (c.entropy.holds && !c.kept_mean));
+  RC_CLASSIFY(c.entropy.holds, "entropy condition holds");
+  RC_CLASSIFY(c.mean.holds, "mean condition holds");
+  RC_CLASSIFY(c.mean_violation, "mean pooling drops a page the entropy condition protects");
+}

@@ -1,0 +1,142 @@
+// The audit report: schema-valid, offline HTML, deterministic, shards merge to the unsharded report,
+// atomic output. Runs the real kvaudit binary on the shipped dumps with --quick.
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <regex>
+#include <sstream>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <nlohmann/json.hpp>
+
+#include "audit/audit_runner.h"
+#include "reports/render.h"
+#include "reports/report_schema.h"
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+namespace {
+
+std::string bin() {
+  const char* b = std::getenv("KVAUDIT_BIN");
+  return b ? b : "build/kvaudit";
+}
+
+std::string slurp(const fs::path& p) {
+  std::ifstream in(p, std::ios::binary);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+fs::path fresh_dir(const std::string& name) {
+  fs::path d = fs::temp_directory_path() / ("kvaudit-report-test-" + name + "-" + std::to_string(::getpid()));
+  fs::remove_all(d);
+  return d;
+}
+
+int run(const std::string& args) { return WEXITSTATUS(std::system((bin() + " " + args + " >/dev/null 2>&1").c_str())); }
+
+json without_volatile(json r) {
+  r.erase("volatile");
+  return r;
+}
+
+class AuditReport : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    dir_ = fresh_dir("full");
+    ASSERT_EQ(run("audit --quick --quiet --out " + dir_.string()), 0);
+  }
+  static fs::path dir_;
+};
+fs::path AuditReport::dir_;
+
+}  // namespace
+
+TEST_F(AuditReport, WritesThreeFilesAndJsonMatchesSchema) {
+  for (const char* f : {"report.json", "report.md", "report.html"}) ASSERT_TRUE(fs::exists(dir_ / f)) << f;
+  json r = json::parse(slurp(dir_ / "report.json"));
+  EXPECT_NO_THROW(kvaudit::reports::validate_report(r));
+  ASSERT_FALSE(r["sections"].empty());
+  // Every registered stage appears, even when its inputs are missing.
+  EXPECT_EQ(r["sections"].size(), kvaudit::audit::audit_stages().size());
+  EXPECT_FALSE(r["claims"].empty());
+}
+
+TEST_F(AuditReport, HtmlHasNoExternalReferences) {
+  std::string html = slurp(dir_ / "report.html");
+  ASSERT_GT(html.size(), 1000u);
+  EXPECT_EQ(html.find("<script"), std::string::npos);
+  EXPECT_EQ(html.find("<link"), std::string::npos);
+  EXPECT_EQ(html.find("src="), std::string::npos);
+  EXPECT_EQ(html.find("url("), std::string::npos);
+  EXPECT_EQ(html.find("@import"), std::string::npos);
+  // The only "http" allowed is the SVG namespace identifier, which is never fetched.
+  std::string stripped = std::regex_replace(html, std::regex("xmlns=\"http://www.w3.org/2000/svg\""), "");
+  EXPECT_EQ(stripped.find("http"), std::string::npos);
+  EXPECT_NE(html.find("<svg"), std::string::npos) << "charts are inline SVG";
+}
+
+TEST_F(AuditReport, SameInputsGiveIdenticalReportsApartFromVolatileField) {
+  fs::path again = fresh_dir("again");
+  ASSERT_EQ(run("audit --quick --quiet --out " + again.string()), 0);
+  EXPECT_EQ(without_volatile(json::parse(slurp(dir_ / "report.json"))), without_volatile(json::parse(slurp(again / "report.json"))));
+  EXPECT_EQ(slurp(dir_ / "report.md").substr(slurp(dir_ / "report.md").find("Inputs:")),
+            slurp(again / "report.md").substr(slurp(again / "report.md").find("Inputs:")));
+  fs::remove_all(again);
+}
+
+TEST_F(AuditReport, ShardsMergeToTheUnshardedReport) {
+  fs::path s0 = fresh_dir("s0"), s1 = fresh_dir("s1"), s2 = fresh_dir("s2"), merged = fresh_dir("merged");
+  ASSERT_EQ(run("audit --quick --quiet --shard 0/3 --out " + s0.string()), 0);
+  ASSERT_EQ(run("audit --quick --quiet --shard 1/3 --out " + s1.string()), 0);
+  ASSERT_EQ(run("audit --quick --quiet --shard 2/3 --out " + s2.string()), 0);
+  ASSERT_EQ(run("merge --out " + merged.string() + " " + (s2 / "report.json").string() + " " + (s0 / "report.json").string() + " " +
+                (s1 / "report.json").string()),
+            0);
+  EXPECT_EQ(without_volatile(json::parse(slurp(merged / "report.json"))), without_volatile(json::parse(slurp(dir_ / "report.json"))));
+  // A missing shard is an error, not a smaller report.
+  fs::path partial = fresh_dir("partial");
+  EXPECT_EQ(run("merge --out " + partial.string() + " " + (s0 / "report.json").string()), 2);
+  EXPECT_FALSE(fs::exists(partial / "report.json"));
+  for (const auto& d : {s0, s1, s2, merged, partial}) fs::remove_all(d);
+}
+
+TEST(AuditReportRejects, BadShardAndUnwritableOutputLeaveNoReport) {
+  fs::path d = fresh_dir("bad");
+  EXPECT_EQ(run("audit --quick --quiet --shard 3/2 --out " + d.string()), 2);
+  EXPECT_EQ(run("audit --quick --quiet --shard x --out " + d.string()), 2);
+  EXPECT_FALSE(fs::exists(d / "report.json"));
+  EXPECT_EQ(run("audit --quick --quiet --out /proc/kvaudit-cannot-write"), 2);
+}
+
+TEST(ReportSchema, RejectsMalformedDocuments) {
+  json good = {{"schema", kvaudit::reports::kReportSchema}, {"volatile", json::object()}, {"inputs", json::object()},
+               {"verdict", "conforms"}, {"sections", json::array()}, {"claims", json::array()}};
+  EXPECT_NO_THROW(kvaudit::reports::validate_report(good));
+  json bad = good;
+  bad["schema"] = "other/1";
+  EXPECT_THROW(kvaudit::reports::validate_report(bad), std::invalid_argument);
+  bad = good;
+  bad["sections"] = json::array({{{"section", "x"}, {"title", "X"}, {"status", "missing-inputs"}}});
+  EXPECT_THROW(kvaudit::reports::validate_report(bad), std::invalid_argument) << "a section that did not run must say why";
+  bad = good;
+  bad["sections"] = json::array({{{"section", "x"}, {"title", "X"}, {"status", "ran"},
+                                  {"findings", json::array({{{"id", "f"}, {"verdict", "violates"}, {"message", "m"}}})}}});
+  EXPECT_THROW(kvaudit::reports::validate_report(bad), std::invalid_argument) << "a violation needs a reproduce command";
+}
+
+TEST(SvgChart, ScalesPointsIntoTheViewBoxAndEscapesText) {
+  json chart = {{"title", "a<b"}, {"kind", "line"}, {"x_label", "x"}, {"y_label", "y"},
+                {"series", json::array({{{"name", "s&t"}, {"points", json::array({json::array({0, 0}), json::array({10, 5})})}}})}};
+  std::string svg = kvaudit::reports::render_svg_chart(chart);
+  EXPECT_NE(svg.find("a&lt;b"), std::string::npos);
+  EXPECT_NE(svg.find("s&amp;t"), std::string::npos);
+  EXPECT_NE(svg.find("<polyline"), std::string::npos);
+  EXPECT_EQ(svg.find("a<b"), std::string::npos);
+}
