@@ -3,9 +3,11 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <stdexcept>
 
 #include <boost/multiprecision/mpfr.hpp>
+#include <gmp.h>
 
 namespace kvaudit::oracle {
 
@@ -81,6 +83,65 @@ Eval evaluate(const std::vector<Real>& prefix, std::span<const Index> bounds) {
   return e;
 }
 
+// Exact tie-break for commensurable masses. Every mass is a dyadic rational M 2^e (a sum of doubles), so with a
+// common exponent and g = gcd of the nonzero M, q_i = c_i g 2^E. Both partitions cover the same total, so
+// sum c_i is the same, and H = -g 2^E (sum c_i log2 c_i + sum c_i log2(g 2^E)): H_a < H_b exactly when
+// prod c_i^c_i of a exceeds that of b. Decided with GMP integers when sum c_i is small enough to raise
+// (<= 200000); returns Undecided otherwise. Needed because distinct multisets can tie exactly, e.g.
+// x{1,1,2,3,6,10} and x{3,3,3,4,10}: 2 + 3 log 3 + 6 log 6 = 8 + 9 log 3 = 3 (3 log 3) + 4 log 4.
+ExactPrefix::Decision commensurable_compare(const std::vector<Real>& a, const std::vector<Real>& b) {
+  using D = ExactPrefix::Decision;
+  struct Z {
+    mpz_t v;
+    Z() { mpz_init(v); }
+    ~Z() { mpz_clear(v); }
+    Z(const Z&) = delete;
+  };
+  std::vector<std::unique_ptr<Z>> za, zb;
+  std::vector<long> ea, eb;
+  long emin = std::numeric_limits<long>::max();
+  auto load = [&](const std::vector<Real>& src, std::vector<std::unique_ptr<Z>>& z, std::vector<long>& e) {
+    for (const Real& q : src) {
+      if (q == 0) continue;
+      z.push_back(std::make_unique<Z>());
+      const long ex = mpfr_get_z_2exp(z.back()->v, q.backend().data());
+      e.push_back(ex);
+      emin = std::min(emin, ex);
+    }
+  };
+  load(a, za, ea);
+  load(b, zb, eb);
+  Z g;
+  auto align = [&](std::vector<std::unique_ptr<Z>>& z, const std::vector<long>& e) {
+    for (std::size_t i = 0; i < z.size(); ++i) {
+      mpz_mul_2exp(z[i]->v, z[i]->v, static_cast<mp_bitcnt_t>(e[i] - emin));
+      mpz_gcd(g.v, g.v, z[i]->v);
+    }
+  };
+  align(za, ea);
+  align(zb, eb);
+  if (mpz_sgn(g.v) == 0) return D::Undecided;
+  auto power_product = [&](std::vector<std::unique_ptr<Z>>& z, Z& out) {
+    mpz_set_ui(out.v, 1);
+    unsigned long total = 0;
+    Z c, t;
+    for (auto& zi : z) {
+      mpz_divexact(c.v, zi->v, g.v);
+      if (!mpz_fits_ulong_p(c.v)) return false;
+      const unsigned long cu = mpz_get_ui(c.v);
+      total += cu;
+      if (total > 200000) return false;
+      mpz_pow_ui(t.v, c.v, cu);
+      mpz_mul(out.v, out.v, t.v);
+    }
+    return true;
+  };
+  Z pa, pb;
+  if (!power_product(za, pa) || !power_product(zb, pb)) return D::Undecided;
+  const int cmp = mpz_cmp(pa.v, pb.v);
+  return cmp == 0 ? D::Equal : cmp > 0 ? D::Less : D::Greater;
+}
+
 // MPFR's log2 and products are correctly rounded at 333 bits; m terms summed: |err| <= (m + 4) 2^-330 (H + 1).
 Real mpfr_bound(const Real& H, std::size_t terms) {
   return Real(static_cast<double>(terms) + 4.0) * boost::multiprecision::ldexp(Real(1), -325) * (abs(H) + 1);
@@ -117,7 +178,7 @@ ExactPrefix::Decision ExactPrefix::compare(std::span<const Index> full_a, std::s
   nonzero_sorted(a.masses);
   nonzero_sorted(b.masses);
   if (exact_ && a.masses == b.masses) return Decision::Equal;
-  return Decision::Undecided;
+  return exact_ ? commensurable_compare(a.masses, b.masses) : Decision::Undecided;
 }
 
 std::vector<Index> full_bounds(const std::vector<Index>& cuts, Index n) {

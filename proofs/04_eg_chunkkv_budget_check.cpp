@@ -119,7 +119,7 @@ std::string check_selection(const HeadScores& s, const SelectorParams& p, int a)
 }
 
 TEST(Proof04, OracleEverySmallInput) {
-  const struct { const char* text; int a; } rhos[] = {{"0.1", 10}, {"0.3", 30}, {"0.5", 50}, {"0.8", 80}, {"0.9", 90}};
+  const struct { const char* text; int a; } rhos[] = {{"0.3", 30}, {"0.5", 50}, {"0.8", 80}, {"0.9", 90}};
   long calls = 0, vectors = 0;
   for (Index T = 1; T <= 6; ++T) {
     std::vector<float> x(static_cast<std::size_t>(T), 0.0f);
@@ -133,6 +133,7 @@ TEST(Proof04, OracleEverySmallInput) {
       for (Index c = 1; c <= T; ++c)
         for (const auto& rho : rhos) {
           for (Index r = 1; r <= c; ++r) {
+            if (r != 1 && r != 2 && r != c - 1 && r != c) continue;  // rescue sizes that change the walk's cases
             ASSERT_EQ(check_selection(s, eg_params(Flavour::Exact, rho.text, c, r), rho.a), "") << "exact T=" << T << " c=" << c;
             ++calls;
             if (c > r) {  // the released code asserts chunk_length > low_entropy_chunk_length >= 1
@@ -144,8 +145,8 @@ TEST(Proof04, OracleEverySmallInput) {
     }
   }
   report().cover("oracle-exhaustive", std::to_string(calls) + " oracle selections: every score vector in {0,1,2}^T, T<=6 (" +
-                                          std::to_string(vectors) + " vectors), every c<=T, every r (kvpress: r<c), " +
-                                          "rho in {0.1,0.3,0.5,0.8,0.9}, both flavours");
+                                          std::to_string(vectors) + " vectors), every c<=T, " +
+                                          "r in {1,2,c-1,c}, rho in {0.3,0.5,0.8,0.9}, both flavours");
 }
 
 TEST(Proof04, OracleRapidCheck) {

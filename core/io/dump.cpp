@@ -78,7 +78,9 @@ std::string shape_text(const std::vector<Index>& shape) {
 }
 
 // The shape and dtype class every tensor name must have given the prompt's sizes (docs/dump-format.md).
-void check_tensor(const PromptDump& p, const std::string& name, const Tensor& t) {
+// With `contents` false only dtypes and shapes are checked; load_prompt checks every shape before any
+// contents, so a wrong size in the manifest is reported as the shape error it is.
+void check_tensor(const PromptDump& p, const std::string& name, const Tensor& t, bool contents) {
   auto want = [&](std::vector<Index> shape, bool floating) {
     if (floating ? !is_floating(t.dtype) : !is_integer(t.dtype)) {
       throw InputError(p.file, name + ".dtype", t.dtype + " but a " + (floating ? "floating" : "integer") + " dtype is required");
@@ -95,6 +97,7 @@ void check_tensor(const PromptDump& p, const std::string& name, const Tensor& t)
     want({p.layers, p.kv_heads, p.tokens}, true);
   } else if (name == "tokens.ids") {
     want({p.tokens}, false);
+    if (!contents) return;
     for (Index id : t.integers) {
       if (id < 0) throw InputError(p.file, name, "negative token id");
     }
@@ -112,6 +115,7 @@ void check_tensor(const PromptDump& p, const std::string& name, const Tensor& t)
     if (t.shape.size() != 2 || t.shape[0] != p.layers) {
       throw InputError(p.file, name + ".shape", shape_text(t.shape) + " but (layers=" + std::to_string(p.layers) + ", n) is required");
     }
+    if (!contents) return;
     // Values: positions in [0, T), then only -1 padding. Order and uniqueness are the oracle's to judge.
     for (Index l = 0; l < t.shape[0]; ++l) {
       bool padding = false;
@@ -128,7 +132,7 @@ void check_tensor(const PromptDump& p, const std::string& name, const Tensor& t)
   } else {
     throw InputError(p.file, name, "unknown tensor name (docs/dump-format.md lists the allowed names)");
   }
-  if (is_floating(t.dtype)) require_finite(t.values, p.file, name);
+  if (contents && is_floating(t.dtype)) require_finite(t.values, p.file, name);
 }
 
 PromptDump load_prompt(const std::string& data_dir, const std::string& manifest, std::size_t index, const json& entry) {
@@ -217,9 +221,10 @@ PromptDump load_prompt(const std::string& data_dir, const std::string& manifest,
   }
   for (const auto& e : st.entries()) {
     Tensor t = st.read(e.name);
-    check_tensor(p, e.name, t);
+    check_tensor(p, e.name, t, false);
     p.tensors.emplace(e.name, std::move(t));
   }
+  for (const auto& [name, t] : p.tensors) check_tensor(p, name, t, true);
   std::vector<std::string> required = {"attention.window_mean", "attention.last_query", "scores.snapkv",
                                        "scores.expected_attention", "scores.tova", "tokens.ids"};
   for (Index l : p.qkv_layers) {

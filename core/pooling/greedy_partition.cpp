@@ -125,6 +125,8 @@ GreedyResult greedy_partition(std::span<const double> p, std::optional<Index> gr
   }
   out.entropy_bits = H;
   out.feasible = H <= R;
+  const double groups_left = static_cast<double>(out.cuts.size() + 1);
+  out.near_budget = std::fabs(H - R) <= std::ldexp(1.0, -52) * ((groups_left + 8.0) * H + 4.0);
   return out;
 }
 

@@ -28,7 +28,12 @@
 namespace kvaudit::pooling {
 
 struct GreedyResult {
-  bool feasible = false;       // final H <= R
+  bool feasible = false;       // final H <= R, decided in double
+  // |H - R| is within the double rounding bound 2^-52 ((groups + 8) H + 4) (the bound derived for the exact
+  // oracle, docs/pooling.md): `feasible` may then be wrong, and a caller that needs certainty re-decides in
+  // extended precision (the audit does). Inputs summing to 1 - 1e-16 make this real: merging everything
+  // gives h(total) ~ 1e-16 > R = 0 exactly, while the double sum rounds to 1 and h to 0.
+  bool near_budget = false;
   std::vector<Index> cuts;     // interior boundaries b_1..b_{m-1}; group k is (b_{k-1}, b_k]
   double entropy_bits = 0.0;   // H of the returned partition, summed afresh in double
   Index merges = 0;

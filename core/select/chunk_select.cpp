@@ -237,10 +237,12 @@ void check_tensor(const ScoreTensor& t) {
 }
 
 // Runs job(k, ws) for k in [0, n) in parallel with one Workspace per thread; rethrows the first exception.
+// Below `kMinParallelValues` scores in all, starting a thread team costs more than the work.
+constexpr Index kMinParallelValues = Index{1} << 16;
 template <class Job>
-void parallel_jobs(Index n, const Job& job) {
+void parallel_jobs(Index n, Index total_values, const Job& job) {
   std::exception_ptr error;
-#pragma omp parallel
+#pragma omp parallel if (n > 1 && total_values >= kMinParallelValues)
   {
     Workspace ws;
 #pragma omp for schedule(dynamic, 1)
@@ -262,7 +264,7 @@ std::vector<Selection> select_layers(const ScoreTensor& scores, const SelectorPa
   validate_params(params);
   check_tensor(scores);
   std::vector<Selection> out(static_cast<std::size_t>(scores.layers));
-  parallel_jobs(scores.layers, [&](Index l, Workspace& ws) {
+  parallel_jobs(scores.layers, static_cast<Index>(scores.values.size()), [&](Index l, Workspace& ws) {
     out[static_cast<std::size_t>(l)] = select_layer(layer_view(scores, l), params, ws);
   });
   return out;
@@ -285,7 +287,7 @@ std::vector<std::vector<Selection>> select_batch(std::span<const ScoreTensor> el
   const Index B = each ? static_cast<Index>(elements.size()) : 1;
   const Index L = first.layers;
   std::vector<std::vector<Selection>> out(elements.size(), std::vector<Selection>(static_cast<std::size_t>(L)));
-  parallel_jobs(B * L, [&](Index k, Workspace& ws) {
+  parallel_jobs(B * L, B * static_cast<Index>(first.values.size()), [&](Index k, Workspace& ws) {
     const auto b = static_cast<std::size_t>(k / L), l = static_cast<std::size_t>(k % L);
     out[b][l] = select_layer(layer_view(elements[b], static_cast<Index>(l)), params, ws);
   });

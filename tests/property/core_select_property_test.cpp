@@ -106,9 +106,8 @@ bool has_tied_head_sums(const HeadScores& s) {
 }
 
 void classify(const Case& c) {
-  RC_CLASSIFY(true, mode_name(c.mode));
-  RC_CLASSIFY(c.params.method == Method::ChunkKV ? "chunkkv" : "eg-chunkkv");
-  RC_CLASSIFY(c.params.flavour == Flavour::Kvpress ? "kvpress" : "exact");
+  RC_TAG(mode_name(c.mode), c.params.method == Method::ChunkKV ? "chunkkv" : "eg-chunkkv",
+         c.params.flavour == Flavour::Kvpress ? "kvpress" : "exact");
   RC_CLASSIFY(has_tied_head_sums(c.layer(0)), "tied-head-sums");
   RC_CLASSIFY(c.params.method == Method::ChunkKV && c.tokens < c.params.chunk_length, "chunkkv-fallback");
 }

@@ -10,11 +10,11 @@ using kvaudit::Index;
 
 RC_GTEST_PROP(PagingNeedle, ConditionImpliesRetention, ()) {
   const Index G = *rc::gen::inRange<Index>(2, 5), P = *rc::gen::inRange<Index>(2, 9);
-  const Index T = *rc::gen::inRange<Index>(3 * P, 12 * P);
+  const Index T = *rc::gen::inRange<Index>(6 * P, 24 * P);
   op::PageParams params;
   params.group_size = G;
   params.page_size = P;
-  params.ratio_text = *rc::gen::element<std::string>("0.5", "0.75", "0.8", "0.9");
+  params.ratio_text = *rc::gen::element<std::string>("0.3", "0.5", "0.75", "0.8");
   params.greedy = *rc::gen::element(op::GreedyRule::SkipMisfits, op::GreedyRule::StopAtFirstMisfit);
   params.page_score = *rc::gen::element(op::PageScore::Sum, op::PageScore::Max);
   params.sink_pages = *rc::gen::element(op::SinkPages::Reserved, op::SinkPages::Scored);
@@ -24,11 +24,17 @@ RC_GTEST_PROP(PagingNeedle, ConditionImpliesRetention, ()) {
   const Index retrieval = *rc::gen::inRange<Index>(0, G);
   std::vector<std::vector<float>> rows;
   for (Index h = 0; h < G; ++h) {
-    // Weights from a small pool: ties, zeros; the retrieval head adds a block on the needle page.
+    // Weights from a small pool: ties, zeros; the retrieval head adds a block on the needle page, the others
+    // may add one on a decoy page.
     auto w = *rc::gen::container<std::vector<int>>(static_cast<std::size_t>(T), rc::gen::element(0, 0, 1, 2, 4));
     for (Index t = 0; t < std::min<Index>(4, T); ++t) w[t] += *rc::gen::element(0, 20, 200);  // sinks
+    if (h != retrieval) {  // a decoy page: what lets mean pooling outvote the retrieval head
+      const Index decoy = *rc::gen::inRange<Index>(0, n_pages);
+      const int block = *rc::gen::element(0, 100, 1000);
+      for (Index t = decoy * P; t < std::min((decoy + 1) * P, T); ++t) w[t] += block;
+    }
     if (h == retrieval) {
-      const int block = *rc::gen::element(10, 50, 200, 1000);
+      const int block = *rc::gen::element(10, 200, 2000, 20000);
       for (Index t = needle * P; t < std::min((needle + 1) * P, T); ++t) w[t] += block;
     }
     double sum = 0;

@@ -11,7 +11,7 @@ using kvaudit::Index;
 namespace {
 
 // (layers, 6 query heads, T) with G = 3: head 0 of every group is a retrieval head on the needle; head 1 is a
-// sink head (most mass on the first 4 positions, the rest concentrated); head 2 is diffuse with a decoy page.
+// sink head (most mass on the first 4 positions, the rest diffuse); head 2 is diffuse with a decoy page.
 kvaudit::io::PromptDump synthetic_dump(Index layers, Index T, Index needle_begin, Index needle_end) {
   kvaudit::io::PromptDump d;
   d.name = "needle";
@@ -31,7 +31,6 @@ kvaudit::io::PromptDump synthetic_dump(Index layers, Index T, Index needle_begin
       for (Index i = 0; i < 4; ++i) w[i] += (h % 3 == 1) ? 5.0 : 0.5;
       if (h % 3 == 0)
         for (Index i = needle_begin; i < needle_end; ++i) w[i] += 0.2;
-      if (h % 3 == 1) w[T / 2] += 0.4;
       if (h % 3 == 2)
         for (Index i = 32; i < 96; ++i) w[i] += 0.02;
       double s = 0;

@@ -98,7 +98,7 @@ TEST(PagingOracle, PageAccountingCatchesEveryDisagreement) {
   EXPECT_EQ(op::check_page_accounting(ledger, {{4, 5, 6, 7, 8, 9}}, 10, 4, 5).rule, "budget");
   EXPECT_EQ(op::check_page_accounting(ledger, {{4, 5, 6, 7, 8}}, 10, 4, 6).rule, "tokens-agree");
   EXPECT_EQ(op::check_page_accounting(ledger, {{4, 5, 6, 7}}, 10, 4, 6).rule, "pages-agree");
-  EXPECT_EQ(op::check_page_accounting(ledger, {{0, 5, 6, 7, 8, 9}}, 10, 4, 6).rule, "whole-pages");
+  EXPECT_EQ(op::check_page_accounting(ledger, {{0, 1, 2, 3, 8, 9}}, 10, 4, 6).rule, "whole-pages");
   EXPECT_EQ(op::check_page_accounting(ledger, {{4, 4, 6, 7, 8, 9}}, 10, 4, 6).rule, "token-set");
 }
 

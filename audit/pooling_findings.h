@@ -1,0 +1,48 @@
+// Audit stage for entropy-budgeted contiguous pooling (SPEC section 4, seed 002): the greedy gap against the
+// certified exact oracle, the seed's tail bound under both readings of h (with shrunk counterexamples), and
+// the attention-output cosine error of K/V pooling on real queries versus uniform pooling and top-k eviction.
+#pragma once
+
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "audit/audit_context.h"
+#include "core/types.h"
+#include "oracle/partition_tail_bound.h"
+
+namespace kvaudit::audit {
+
+// The stage: section id "pooling".
+Section pooling_section(const AuditContext& ctx);
+
+// One instance of the partition problem with greedy and exact answers side by side.
+struct PoolingInstance {
+  std::vector<double> p;
+  std::optional<Index> groups;  // nullopt = free form
+  double R = 0.0;
+};
+
+struct GapRecord {
+  bool exact_feasible = false, exact_certified = false, exact_complete = false;
+  bool greedy_feasible = false, greedy_near_budget = false, greedy_certified_optimal = false;
+  double exact_bits = 0.0, exact_upper = 0.0, greedy_bits = 0.0;  // greedy_bits from 332-bit evaluation
+  double gap_low = 0.0, gap_high = 0.0;                           // exact - greedy bracket
+};
+
+// Runs greedy and the exact solver (within `max_nodes` / `max_seconds`) on one instance.
+GapRecord measure_gap(const PoolingInstance& inst, long max_nodes, double max_seconds);
+
+// Searches small instances in order of size (n, then largest integer weight, then weight sum, then
+// lexicographic), every m, budgets at every attainable entropy and between consecutive ones, and returns the
+// first instance satisfying `bad` (so the smallest n, then the simplest p), or nullopt when none exists
+// up to `max_n`.
+std::optional<PoolingInstance> smallest_counterexample(const std::function<bool(const PoolingInstance&)>& bad,
+                                                       int max_n, int max_weight, bool free_form);
+
+nlohmann::json instance_json(const PoolingInstance& inst);
+
+}  // namespace kvaudit::audit
