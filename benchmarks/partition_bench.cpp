@@ -41,7 +41,7 @@ void BM_ExactFixed(benchmark::State& st) {
 }
 BENCHMARK(BM_ExactFixed)->Args({256, 32, 50})->Args({256, 32, 75})->Args({256, 32, 100})
     ->Args({512, 64, 100})->Args({1024, 128, 100})->Args({2048, 256, 100})
-    ->Iterations(5)->Unit(benchmark::kMillisecond);
+    ->Iterations(3)->Unit(benchmark::kMillisecond);
 
 void BM_Greedy(benchmark::State& st) {
   const int n = static_cast<int>(st.range(0)), m = n / 8;

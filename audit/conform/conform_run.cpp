@@ -129,8 +129,7 @@ class Loop {
     o_.progress("violation found (" + out.verdict.rule + "); shrinking");
     auto shrink_start = Clock::now();
     ShrinkResult r = shrink_failure(s, std::move(out), judge_, o_.max_shrink_queries);
-    if (r.minimal.origin.empty() || r.minimal.origin == original.origin) r.minimal.origin = original.origin;
-    if (r.steps > 0 && r.minimal.origin.find("(shrunk)") == std::string::npos) r.minimal.origin += " (shrunk)";
+    r.minimal.origin = original.origin + (r.steps > 0 ? " (shrunk)" : "");
     const Outcome& m = r.outcome;
     json admissible;
     try {
@@ -149,7 +148,7 @@ class Loop {
         {"tokens", r.minimal.tokens},
         {"origin", r.minimal.origin},
         {"original", case_summary(original)},
-        {"shrink", {{"steps", r.steps}, {"candidates_tried", r.candidates_tried},
+        {"shrink", {{"steps", r.steps}, {"concrete_steps", r.concrete_steps}, {"candidates_tried", r.candidates_tried},
                     {"protocol_errors", r.protocol_errors}, {"first_protocol_error", r.first_protocol_error},
                     {"query_budget_exhausted", r.budget_exhausted}, {"seconds", seconds_since(shrink_start)}}}};
   }

@@ -3,6 +3,8 @@
 
 #include <charconv>
 #include <cmath>
+#include <cstdint>
+#include <limits>
 
 #include <nlohmann/json.hpp>
 
@@ -99,6 +101,18 @@ std::string raw_number_field(const std::string& line, const std::string& key, co
 
 }  // namespace
 
+namespace {
+
+// An integer request field that fits Index; InputError otherwise (never a float-to-integer conversion).
+Index integer_field(const nlohmann::json& j, const char* key, const std::string& source) {
+  const auto& v = j.at(key);
+  if (!v.is_number_integer() || (v.is_number_unsigned() && v.get<std::uint64_t>() > static_cast<std::uint64_t>(INT64_MAX)))
+    throw InputError(source, key, "must be an integer, got " + v.dump());
+  return v.get<Index>();
+}
+
+}  // namespace
+
 ConformCase decode_request(const std::string& line, Flavour flavour, const std::string& source) {
   nlohmann::json j;
   try {
@@ -112,15 +126,29 @@ ConformCase decode_request(const std::string& line, Flavour flavour, const std::
     c.params.method = parse_method(j.at("method").get<std::string>(), source);
     c.params.flavour = flavour;
     c.params.ratio = parse_compression_ratio(raw_number_field(line, "compression_ratio", source), source);
-    c.params.chunk_length = j.at("chunk_length").get<Index>();
-    c.params.rescue_size = j.at("rescue_size").get<Index>();
-    if (!j.at("entropy_threshold").is_null()) c.params.entropy_threshold = j.at("entropy_threshold").get<double>();
+    // Hardening (fuzz/conform_protocol_fuzz): nlohmann's get<Index>() of 1e30 and get<float>() of 1e300 are
+    // out-of-range conversions (undefined behaviour), and a flat "scores": [1, 2, 3] iterated as 3 heads of
+    // one token. A replay line is untrusted input, so types and ranges are checked before converting.
+    c.params.chunk_length = integer_field(j, "chunk_length", source);
+    c.params.rescue_size = integer_field(j, "rescue_size", source);
+    if (!j.at("entropy_threshold").is_null()) {
+      if (!j.at("entropy_threshold").is_number()) throw InputError(source, "entropy_threshold", "must be a number or null");
+      c.params.entropy_threshold = j.at("entropy_threshold").get<double>();
+    }
     const auto& scores = j.at("scores");
+    if (!scores.is_array() || scores.empty() || !scores.at(0).is_array() || scores.at(0).empty())
+      throw InputError(source, "scores", "must be a non-empty array of rows, each a non-empty array of numbers");
     c.heads = static_cast<Index>(scores.size());
-    c.tokens = c.heads ? static_cast<Index>(scores.at(0).size()) : 0;
+    c.tokens = static_cast<Index>(scores.at(0).size());
     for (const auto& row : scores) {
-      if (static_cast<Index>(row.size()) != c.tokens) throw InputError(source, "scores", "rows of different lengths");
-      for (const auto& v : row) c.values.push_back(v.get<float>());
+      if (!row.is_array() || static_cast<Index>(row.size()) != c.tokens) throw InputError(source, "scores", "rows of different lengths");
+      for (const auto& v : row) {
+        if (!v.is_number()) throw InputError(source, "scores", "holds a non-number: " + v.dump());
+        const double d = v.get<double>();
+        if (!(std::fabs(d) <= static_cast<double>(std::numeric_limits<float>::max())))
+          throw InputError(source, "scores", "value " + v.dump() + " is outside the float32 range");
+        c.values.push_back(static_cast<float>(d));
+      }
     }
   } catch (const nlohmann::json::exception& e) {
     throw InputError(source, "request", e.what());

@@ -1,6 +1,9 @@
-// Shrinks a failing conformance case by walking its rc::Shrinkable, re-querying the implementation for every
-// candidate: fewer heads, shorter T, fewer distinct values, simpler parameters -- whatever the generator's
-// shrinks offer, in its order (RapidCheck's greedy descent: take the first candidate that still fails).
+// Shrinks a failing conformance case, re-querying the implementation for every candidate, in two phases:
+//  1. walk the case's own rc::Shrinkable (whatever the generator's shrinks offer, in its order: RapidCheck's
+//     greedy descent, taking the first candidate that still fails), with half the query budget;
+//  2. continue from that minimum with shrinkable_concrete (drop a head, keep a prefix or suffix, quantize the
+//     values, simplify the parameters), which also shrinks dump rows and replayed requests and makes big cuts
+//     (halving T) that element-wise generator shrinks need thousands of queries for.
 #pragma once
 
 #include <rapidcheck.h>
@@ -12,7 +15,8 @@ namespace kvaudit::conform {
 struct ShrinkResult {
   ConformCase minimal;
   Outcome outcome;            // the minimal case's failing outcome (violation)
-  int steps = 0;              // accepted shrinks
+  int steps = 0;              // accepted shrinks (both phases)
+  int concrete_steps = 0;     // of which in phase 2
   int candidates_tried = 0;   // queries sent while shrinking
   int protocol_errors = 0;    // candidates on which the implementation crashed / hung / answered garbage
   std::string first_protocol_error;
@@ -24,5 +28,9 @@ struct ShrinkResult {
 // implementation fail the protocol are not followed; the process restarts on the next query.
 ShrinkResult shrink_failure(const rc::Shrinkable<ConformCase>& failing, Outcome outcome, Judge& judge,
                             int max_queries = 4000);
+
+// Phase 1 only: the greedy descent over `failing`'s tree with at most `max_queries` queries, accumulating
+// into `r` (whose minimal / outcome hold the current failure).
+void descend(const rc::Shrinkable<ConformCase>& failing, Judge& judge, int max_queries, ShrinkResult& r);
 
 }  // namespace kvaudit::conform

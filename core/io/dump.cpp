@@ -89,7 +89,11 @@ void check_tensor(const PromptDump& p, const std::string& name, const Tensor& t,
       throw InputError(p.file, name + ".shape", shape_text(t.shape) + " but the manifest sizes give " + shape_text(shape));
     }
   };
-  static const std::regex qkv(R"(qkv\.layer(\d+)\.(query|key|value))");
+  // Hardening (docs/hardening.md): tensor names come from an untrusted header. libstdc++'s std::regex recurses
+  // per character and overflows the stack on names of ~100 KB, so long names never reach a regex; the layer
+  // index is capped at 9 digits so std::stoll cannot throw out_of_range.
+  static const std::regex qkv(R"(qkv\.layer(\d{1,9})\.(query|key|value))");
+  constexpr std::size_t kMaxRegexName = 256;
   std::smatch m;
   if (name == "attention.window_mean" || name == "attention.last_query") {
     want({p.layers, p.q_heads, p.tokens}, true);
@@ -101,7 +105,7 @@ void check_tensor(const PromptDump& p, const std::string& name, const Tensor& t,
     for (Index id : t.integers) {
       if (id < 0) throw InputError(p.file, name, "negative token id");
     }
-  } else if (std::regex_match(name, m, qkv)) {
+  } else if (name.size() <= kMaxRegexName && std::regex_match(name, m, qkv)) {
     Index layer = std::stoll(m[1].str());
     bool listed = std::find(p.qkv_layers.begin(), p.qkv_layers.end(), layer) != p.qkv_layers.end();
     if (!listed) throw InputError(p.file, name, "layer not listed in the manifest's qkv_layers");
@@ -240,6 +244,8 @@ PromptDump load_prompt(const std::string& data_dir, const std::string& manifest,
 
 std::optional<KeptName> parse_kept_name(const std::string& tensor_name) {
   static const std::regex pattern(R"(kept\.([a-z0-9_]+)\.cr([0-9.]+))");
+  // Hardening: std::regex overflows the stack on ~100 KB names (see check_tensor); no real name is this long.
+  if (tensor_name.size() > 256) return std::nullopt;
   std::smatch m;
   if (!std::regex_match(tensor_name, m, pattern)) return std::nullopt;
   KeptName k{m[1].str(), m[2].str()};

@@ -1,12 +1,12 @@
 // NPY format: magic "\x93NUMPY", version, header length, a Python-dict header, then raw data.
 #include "core/io/npy.h"
 
+#include <cctype>
 #include <cmath>
 #include <cstring>
 #include <fstream>
 #include <iterator>
 #include <limits>
-#include <regex>
 
 #include "core/error.h"
 #include "core/io/half.h"
@@ -16,11 +16,30 @@ namespace {
 
 constexpr Index kMaxElements = Index{1} << 34;  // 16 Gi values: beyond any real dump, far below overflow
 
+// The value after 'key': a quoted string, True/False or a parenthesized tuple (quotes and parentheses kept).
+// Hardening (docs/hardening.md): this used std::regex, which recurses per character in libstdc++ and crashed
+// (stack overflow, SIGSEGV) on a 20 KB header; a plain scan does the same matching in constant stack.
 std::string header_field(const std::string& header, const std::string& key, const std::string& path) {
-  std::smatch m;
-  std::regex re("'" + key + "'\\s*:\\s*('[^']*'|True|False|\\([^)]*\\))");
-  if (!std::regex_search(header, m, re)) throw InputError(path, key, "missing or malformed in NPY header");
-  return m[1].str();
+  const std::string quoted = "'" + key + "'";
+  auto skip_space = [&](std::size_t i) {
+    while (i < header.size() && std::isspace(static_cast<unsigned char>(header[i]))) ++i;
+    return i;
+  };
+  for (std::size_t at = header.find(quoted); at != std::string::npos; at = header.find(quoted, at + 1)) {
+    std::size_t i = skip_space(at + quoted.size());
+    if (i >= header.size() || header[i] != ':') continue;
+    i = skip_space(i + 1);
+    if (i >= header.size()) break;
+    if (header[i] == '\'' || header[i] == '(') {
+      const std::size_t close = header.find(header[i] == '\'' ? '\'' : ')', i + 1);
+      if (close != std::string::npos) return header.substr(i, close - i + 1);
+    } else if (header.compare(i, 4, "True") == 0) {
+      return "True";
+    } else if (header.compare(i, 5, "False") == 0) {
+      return "False";
+    }
+  }
+  throw InputError(path, key, "missing or malformed in NPY header");
 }
 
 std::vector<Index> parse_shape(const std::string& tuple, const std::string& path) {

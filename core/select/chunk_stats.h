@@ -45,7 +45,7 @@ V median(std::span<const V> values, MedianRule rule, std::span<V> buf);
 template <class V>
 struct RankDesc {
   const V* value;
-  bool operator()(Index a, Index b) const { return value[a] > value[b] || (value[a] == value[b] && a > b); }
+  bool operator()(Index a, Index b) const { return value[a] > value[b] || (value[a] == value[b] && a < b); }
 };
 
 // Marks in `keep` the k positions of [begin, end) that rank first by (x desc, index asc). A chunk-sized

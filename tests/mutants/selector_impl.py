@@ -162,6 +162,8 @@ class Impl:
         bounds = self.bounds(T, c)
         S = [self.mean(x[a:b]) for a, b in bounds]
         H = [self.entropy(x[a:b], c) for a, b in bounds]
+        if not bounds:  # partial_dropped with T < c: no chunk at all, everything comes from the top-up
+            return sorted(self.topk(x, range(T), budget))
         med_s = self.median(S)
         if tau is None:
             tau = float("nan") if any(math.isnan(h) for h in H) else self.median(H)

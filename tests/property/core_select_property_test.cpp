@@ -12,6 +12,7 @@
 #include <cstdlib>
 #include <set>
 
+#include "audit/selector_cases.h"
 #include "core/compression_ratio.h"
 #include "core/select/chunk_select.h"
 #include "oracle/chunk_selection.h"
@@ -199,6 +200,46 @@ RC_GTEST_PROP(CoreSelectProperty, MultiLayerAndBatchEqualPerLayerCalls, ()) {
     // kvpress shares element 0's selection, except its per-head fallback, which runs per element.
     RC_ASSERT(first[1][li].kept == (fallback ? each[1][li].kept : all[li].kept));
   }
+}
+
+// The shared corner-case generators (audit/selector_cases.h): every method x flavour, the same contract.
+void check_against_oracle(const audit::SelectorCase& c) {
+  RC_TAG(c.kind, c.params.method == Method::ChunkKV ? "chunkkv" : "eg-chunkkv",
+         c.params.flavour == Flavour::Kvpress ? "kvpress" : "exact");
+  const std::vector<float> storage = audit::flatten(c);
+  const HeadScores view = audit::head_scores(c, storage);
+  RC_CLASSIFY(has_tied_head_sums(view), "tied-head-sums");
+  const Selection got = select::select_layer(view, c.params);
+  const Selection canonical = oracle::select(view, c.params);
+  if (got.kept != canonical.kept) {
+    RC_LOG() << "optimized " << show(got.kept.at(0)) << "| canonical " << show(canonical.kept.at(0)) << "\n";
+    RC_ASSERT(c.params.flavour == Flavour::Exact);  // kvpress: same float32 operations, must be equal
+    RC_TAG("differs-from-canonical-within-rounding");
+  }
+  const Verdict v = oracle::check_admissible(view, c.params, got);
+  RC_LOG() << "verdict " << to_string(v.kind) << " " << v.rule << ": " << v.message << "\n";
+  RC_ASSERT(v.kind == VerdictKind::Conforms);
+}
+
+audit::CaseOptions options(Method m, Flavour f) {
+  audit::CaseOptions o;
+  o.method = m;
+  o.flavour = f;
+  o.max_tokens = 400;  // the 50-digit oracle is the slow side; corners sit at small T anyway
+  return o;
+}
+
+RC_GTEST_PROP(CoreSelectProperty, SharedCasesEgChunkKvKvpress, ()) {
+  check_against_oracle(*audit::gen_selector_case(options(Method::EgChunkKV, Flavour::Kvpress)));
+}
+RC_GTEST_PROP(CoreSelectProperty, SharedCasesEgChunkKvExact, ()) {
+  check_against_oracle(*audit::gen_selector_case(options(Method::EgChunkKV, Flavour::Exact)));
+}
+RC_GTEST_PROP(CoreSelectProperty, SharedCasesChunkKvKvpress, ()) {
+  check_against_oracle(*audit::gen_selector_case(options(Method::ChunkKV, Flavour::Kvpress)));
+}
+RC_GTEST_PROP(CoreSelectProperty, SharedCasesChunkKvExact, ()) {
+  check_against_oracle(*audit::gen_selector_case(options(Method::ChunkKV, Flavour::Exact)));
 }
 
 }  // namespace

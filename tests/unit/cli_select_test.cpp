@@ -19,7 +19,7 @@ namespace fs = std::filesystem;
 
 namespace {
 
-struct Run {
+struct Outcome {
   int code = -1;
   std::string out, err;
 };
@@ -50,11 +50,11 @@ class CliSelect : public ::testing::Test {
 
   std::string path(const std::string& name) const { return (dir_ / name).string(); }
 
-  Run run(const std::string& args) const {
+  Outcome run(const std::string& args) const {
     const std::string out = path("stdout.txt"), err = path("stderr.txt");
     const std::string cmd = "'" + bin_ + "' " + args + " >'" + out + "' 2>'" + err + "'";
     const int status = std::system(cmd.c_str());
-    Run r;
+    Outcome r;
     r.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
     r.out = slurp(out);
     r.err = slurp(err);
@@ -63,7 +63,7 @@ class CliSelect : public ::testing::Test {
 
   // Bad input: exit 2, nothing on stdout, exactly one stderr line containing every `needle`.
   void expect_bad_input(const std::string& args, const std::vector<std::string>& needles) const {
-    const Run r = run(args);
+    const Outcome r = run(args);
     EXPECT_EQ(r.code, 2) << args << "\nstderr: " << r.err;
     EXPECT_EQ(r.out, "") << args;
     ASSERT_FALSE(r.err.empty()) << args;
@@ -80,7 +80,7 @@ class CliSelect : public ::testing::Test {
 };
 
 TEST_F(CliSelect, SelectPrintsKeptPositionsAndBudget) {
-  const Run r = run("select " + eg_args(path("four.npy")));
+  const Outcome r = run("select " + eg_args(path("four.npy")));
   ASSERT_EQ(r.code, 0) << r.err;
   EXPECT_EQ(r.err, "");
   const auto j = nlohmann::json::parse(r.out);
@@ -100,7 +100,7 @@ TEST_F(CliSelect, SelectDefaultsFollowKvpress) {
   for (int h = 0; h < 2; ++h)
     for (int t = 0; t < 16; ++t) two_heads.push_back(static_cast<float>(h == 0 ? t : 15 - t));
   kvaudit::io::write_npy(path("two.npy"), {2, 16}, two_heads);
-  const Run r = run("select --method chunkkv --scores '" + path("two.npy") + "' --compression-ratio 0.5");
+  const Outcome r = run("select --method chunkkv --scores '" + path("two.npy") + "' --compression-ratio 0.5");
   ASSERT_EQ(r.code, 0) << r.err;
   const auto j = nlohmann::json::parse(r.out);
   EXPECT_EQ(j["chunk_length"], 20);
@@ -117,7 +117,7 @@ TEST_F(CliSelect, ExactFlavourUsesTheExactBudget) {
   for (int t = 0; t < 20; ++t) rising.push_back(static_cast<float>(t));
   kvaudit::io::write_npy(path("rising.npy"), {20}, rising);
   const std::string base = "select --method chunkkv --scores '" + path("rising.npy") + "' --compression-ratio 0.9 --chunk-length 1";
-  const Run k = run(base), e = run(base + " --flavour exact");
+  const Outcome k = run(base), e = run(base + " --flavour exact");
   ASSERT_EQ(k.code, 0) << k.err;
   ASSERT_EQ(e.code, 0) << e.err;
   EXPECT_EQ(nlohmann::json::parse(k.out)["kept"], nlohmann::json({19}));
@@ -125,10 +125,10 @@ TEST_F(CliSelect, ExactFlavourUsesTheExactBudget) {
 }
 
 TEST_F(CliSelect, CheckAcceptsTheSelectorsOwnOutputAndRejectsAnother) {
-  const Run s = run("select " + eg_args(path("four.npy")));
+  const Outcome s = run("select " + eg_args(path("four.npy")));
   ASSERT_EQ(s.code, 0) << s.err;
   std::ofstream(path("sel.json")) << s.out;
-  const Run ok = run("check " + eg_args(path("four.npy")) + " --selection '" + path("sel.json") + "'");
+  const Outcome ok = run("check " + eg_args(path("four.npy")) + " --selection '" + path("sel.json") + "'");
   EXPECT_EQ(ok.code, 0) << ok.out << ok.err;
   const auto jo = nlohmann::json::parse(ok.out);
   EXPECT_EQ(jo["admissible"], true);
@@ -136,7 +136,7 @@ TEST_F(CliSelect, CheckAcceptsTheSelectorsOwnOutputAndRejectsAnother) {
 
   // The first 8 positions: right size, wrong choice (chunk 0 is spiky and may keep only 2).
   std::ofstream(path("bad.json")) << R"({"kept": [0, 1, 2, 3, 4, 5, 6, 7]})";
-  const Run bad = run("check " + eg_args(path("four.npy")) + " --selection '" + path("bad.json") + "'");
+  const Outcome bad = run("check " + eg_args(path("four.npy")) + " --selection '" + path("bad.json") + "'");
   EXPECT_EQ(bad.code, 1) << bad.out << bad.err;
   const auto jb = nlohmann::json::parse(bad.out);
   EXPECT_EQ(jb["admissible"], false);
@@ -145,7 +145,7 @@ TEST_F(CliSelect, CheckAcceptsTheSelectorsOwnOutputAndRejectsAnother) {
 
   // Wrong budget and unsorted input are verdicts too, not input errors.
   std::ofstream(path("short.json")) << R"({"kept": [11, 0]})";
-  const Run sh = run("check " + eg_args(path("four.npy")) + " --selection '" + path("short.json") + "'");
+  const Outcome sh = run("check " + eg_args(path("four.npy")) + " --selection '" + path("short.json") + "'");
   EXPECT_EQ(sh.code, 1) << sh.out << sh.err;
 }
 

@@ -40,10 +40,10 @@ std::string write_file(const std::string& name, const std::vector<std::uint8_t>&
 
 // A file from a literal header and data region (the header length is computed, unless overridden).
 std::vector<std::uint8_t> raw_file(const std::string& header, std::size_t data_bytes, std::optional<std::uint64_t> length = {}) {
-  std::vector<std::uint8_t> out(8);
-  std::uint64_t n = length ? *length : header.size();
-  std::memcpy(out.data(), &n, 8);
-  out.insert(out.end(), header.begin(), header.end());
+  std::vector<std::uint8_t> out;
+  const std::uint64_t n = length ? *length : header.size();
+  for (int i = 0; i < 8; ++i) out.push_back(static_cast<std::uint8_t>(n >> (8 * i)));
+  for (char c : header) out.push_back(static_cast<std::uint8_t>(c));
   out.resize(out.size() + data_bytes, 0x5a);
   return out;
 }

@@ -14,18 +14,18 @@
 
 namespace {
 
-struct Run {
+struct CliRun {
   int code = -1;
   std::string out, err;
 };
 
-Run run(const std::string& args) {
+CliRun run(const std::string& args) {
   const char* bin = std::getenv("KVAUDIT_BIN");
   if (bin == nullptr) throw std::runtime_error("KVAUDIT_BIN not set");
   const auto dir = std::filesystem::temp_directory_path();
   const std::string out = (dir / "paging_cli_out.txt").string(), err = (dir / "paging_cli_err.txt").string();
   const int status = std::system((std::string(bin) + " " + args + " >" + out + " 2>" + err).c_str());
-  Run r;
+  CliRun r;
   r.code = WEXITSTATUS(status);
   std::ifstream o(out), e(err);
   r.out.assign(std::istreambuf_iterator<char>(o), {});
@@ -47,7 +47,7 @@ std::vector<float> attention() {
   return v;
 }
 
-void expect_bad_input(const Run& r) {
+void expect_bad_input(const CliRun& r) {
   EXPECT_EQ(r.code, 2) << r.err;
   EXPECT_TRUE(r.out.empty()) << r.out;
   EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
@@ -57,7 +57,7 @@ void expect_bad_input(const Run& r) {
 
 TEST(PagingCli, PageSelectPrintsKeptPagesAndTheOracleVerdict) {
   const std::string f = write("paging_cli_ok.npy", {4, 32}, attention());
-  Run r = run("page-select --attn " + f + " --group-size 2 --page-size 8 --compression-ratio 0.75");
+  CliRun r = run("page-select --attn " + f + " --group-size 2 --page-size 8 --compression-ratio 0.75");
   ASSERT_EQ(r.code, 0) << r.err;
   auto j = nlohmann::json::parse(r.out);
   EXPECT_EQ(j["budget"], 8);
@@ -79,7 +79,7 @@ TEST(PagingCli, PageSelectPrintsKeptPagesAndTheOracleVerdict) {
 
 TEST(PagingCli, UnionOverheadPrintsExactRatios) {
   const std::string f = write("paging_cli_union.npy", {4, 32}, attention());
-  Run r = run("union-overhead --attn " + f + " --group-size 2 --compression-ratio 0.75 --page-size 8");
+  CliRun r = run("union-overhead --attn " + f + " --group-size 2 --compression-ratio 0.75 --page-size 8");
   ASSERT_EQ(r.code, 0) << r.err;
   auto j = nlohmann::json::parse(r.out);
   EXPECT_EQ(j["k"], 8);

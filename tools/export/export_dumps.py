@@ -229,7 +229,8 @@ def export_prompt(model, tokenizer, info, spec, out_dir, qkv_layers, log):
         "qkv_layers": list(qkv_layers),
         "needle": needle,
         "source": {"path": spec.source_path, "license": spec.license, "license_file": spec.license_file,
-                   "description": spec.description, "units_kept": units, "units_total": spec.units},
+                   "description": spec.description, "units_kept": units, "units_total": spec.units,
+                   "debian_package": prompt_specs.debian_package(spec.file)},
         "question": spec.question, "perplexity": ppl, "greedy_answer": answer,
         "tensors": {n: {"dtype": dtype_name[a.dtype], "shape": list(a.shape)} for n, a in sorted(tensors.items())},
         "kvpress_capture": capture_log,
@@ -266,7 +267,21 @@ def main():
     log(f"sanity: {sanity}")
 
     specs = [s for s in prompt_specs.default_prompts() if not args.only or s.name in args.only]
-    entries = [export_prompt(model, tokenizer, info, s, args.out, qkv_layers, log) for s in specs]
+    entries = {s.name: export_prompt(model, tokenizer, info, s, args.out, qkv_layers, log) for s in specs}
+    if args.only:  # keep the other prompts of an existing manifest (same model and settings assumed)
+        with open(os.path.join(args.out, "manifest.json"), encoding="utf-8") as f:
+            old = json.load(f)
+        assert old["model"] == info and old["sanity"] == sanity, "--only needs the manifest's model and settings"
+        for e in old["prompts"]:
+            entries.setdefault(e["name"], e)
+    names = [s.name for s in prompt_specs.default_prompts()]
+    unknown = set(entries) - set(names)
+    for name in unknown:  # prompts no longer produced by this exporter: drop them and their files
+        for key in ("file", "tokens_file"):
+            path = os.path.join(args.out, entries[name][key])
+            if os.path.exists(path):
+                os.remove(path)
+    entries = [entries[n] for n in names if n in entries]
 
     lic_dir = os.path.join(args.out, "licenses")
     os.makedirs(lic_dir, exist_ok=True)

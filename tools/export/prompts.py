@@ -7,17 +7,21 @@ the assistant header, so the last W queries that SnapKV-style scorers observe in
 from __future__ import annotations
 
 import dataclasses
+import importlib.util
 import os
-import sys
 from typing import Callable, Optional
 
-PY_LIB = os.path.dirname(os.__file__)  # the stdlib of the interpreter running the exporter
+# Debian's Python stdlib (packages libpython3.11-minimal / libpython3.11-stdlib), not the stdlib of whatever
+# interpreter runs the exporter, so the shipped text is a file a Debian package installs.
+PY_LIB = "/usr/lib/python3.11"
 PSF_LICENSE_FILE = "/usr/share/doc/python3.11/copyright"
 CC0_FILE = "/usr/share/common-licenses/CC0-1.0"
 
 # RULER-style needle: a unique key/value fact that occurs nowhere else in the haystack.
 NEEDLE_KEY = "amber-lighthouse"
 NEEDLE_VALUE = "4817302"
+MIN_TOKENS = 1000  # docs/dump-format.md: every shipped prompt has 1,000 <= T <= 4,096
+
 NEEDLE_TEXT = f"One of the special magic numbers for {NEEDLE_KEY} is: {NEEDLE_VALUE}."
 
 
@@ -30,17 +34,20 @@ class PromptSpec:
     license_file: str
     description: str
     question: str
-    target_tokens: int
+    target_tokens: int  # the prompt is the longest unit prefix within this many tokens
     # Returns the document text given how many of its units (lines / paragraphs) to keep.
     document: Callable[[int], str]
     units: int
     needle_text: Optional[str] = None
+    file: str = ""  # the installed file the text comes from (for its Debian package)
 
 
 def _python_doc_topics(keys: list[str]) -> str:
     """Prose of the Python Language Reference as shipped in the stdlib (pydoc_data/topics.py)."""
-    sys.path.insert(0, PY_LIB)
-    from pydoc_data import topics  # noqa: E402  (the stdlib module of the running interpreter)
+    path = os.path.join(PY_LIB, "pydoc_data", "topics.py")
+    spec = importlib.util.spec_from_file_location("debian_pydoc_topics", path)
+    topics = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(topics)
 
     return "\n\n".join(topics.topics[k].strip() for k in keys)
 
@@ -70,7 +77,7 @@ def default_prompts() -> list[PromptSpec]:
         license="PSF-2.0", license_file="licenses/PSF-2.0.txt",
         description="Python Language Reference prose (haystack) with one inserted RULER-style key/value needle",
         question=f"What is the special magic number for {NEEDLE_KEY} mentioned in the provided text?",
-        target_tokens=1250, document=needle_doc, units=len(hay), needle_text=NEEDLE_TEXT))
+        target_tokens=1250, document=needle_doc, units=len(hay), needle_text=NEEDLE_TEXT, file=topics_path))
 
     # 2. QA over a long real document: the CC0 1.0 legal code (itself dedicated to the public domain).
     cc0 = open(CC0_FILE, encoding="utf-8").read().split("\n")
@@ -78,25 +85,25 @@ def default_prompts() -> list[PromptSpec]:
         name="qa_cc0", kind="qa", source_path=CC0_FILE, license="CC0-1.0", license_file="licenses/CC0-1.0.txt",
         description="Creative Commons CC0 1.0 Universal legal code, from the start, cut at a line boundary",
         question="According to section 2 of this document, for what duration does the Affirmer waive the rights?",
-        target_tokens=1050, document=lambda n: "\n".join(cc0[:n]), units=len(cc0)))
+        target_tokens=1050, document=lambda n: "\n".join(cc0[:n]), units=len(cc0), file=CC0_FILE))
 
-    # 3. Source code: the stdlib bisect module.
-    bisect_path = os.path.join(PY_LIB, "bisect.py")
-    code = open(bisect_path, encoding="utf-8").read().split("\n")
+    # 3. Source code: the stdlib textwrap module, from the start, cut at a line boundary.
+    code_path = os.path.join(PY_LIB, "textwrap.py")
+    code = open(code_path, encoding="utf-8").read().split("\n")
     specs.append(PromptSpec(
-        name="code_bisect", kind="code", source_path=bisect_path, license="PSF-2.0",
-        license_file="licenses/PSF-2.0.txt", description="Python standard library bisect.py, from the start",
-        question="In this code, what does bisect_left return when x is already present in the list a?",
-        target_tokens=1050, document=lambda n: "\n".join(code[:n]), units=len(code)))
+        name="code_textwrap", kind="code", source_path=code_path, license="PSF-2.0",
+        license_file="licenses/PSF-2.0.txt", description="Python standard library textwrap.py, from the start",
+        question="In this code, what does the TextWrapper option break_on_hyphens control?",
+        target_tokens=1060, document=lambda n: "\n".join(code[:n]), units=len(code), file=code_path))
 
     # 4. Summarization of technical prose: the reference's description of the try statement.
-    tryp = _paragraphs(_python_doc_topics(["try", "exceptions"]))
+    tryl = _python_doc_topics(["try", "exceptions"]).split("\n")
     specs.append(PromptSpec(
         name="summary_try", kind="summary", source_path=topics_path + " (topics try, exceptions)",
         license="PSF-2.0", license_file="licenses/PSF-2.0.txt",
-        description="Python Language Reference: the try statement and exceptions, from the start",
+        description="Python Language Reference: the try statement and exceptions, from the start, cut at a line",
         question="Summarize the text above in three sentences.",
-        target_tokens=1050, document=lambda n: "\n\n".join(tryp[:n]), units=len(tryp)))
+        target_tokens=1060, document=lambda n: "\n".join(tryl[:n]), units=len(tryl), file=topics_path))
     return specs
 
 
@@ -124,6 +131,8 @@ def build(tokenizer, spec: PromptSpec):
         else:
             hi = mid - 1
     text = render(tokenizer, spec, lo)
+    if length(lo) < MIN_TOKENS:
+        raise ValueError(f"{spec.name}: only {length(lo)} tokens, below the format's minimum {MIN_TOKENS}")
     enc = tokenizer(text, add_special_tokens=False, return_offsets_mapping=True)
     ids = enc["input_ids"]
     needle = None
@@ -137,3 +146,17 @@ def build(tokenizer, spec: PromptSpec):
         assert covering == list(range(needle["begin"], needle["end"])), "needle tokens must be contiguous"
         assert NEEDLE_VALUE in tokenizer.decode(ids[needle["begin"]:needle["end"]])
     return text, ids, lo, needle
+
+
+def debian_package(path: str) -> Optional[dict]:
+    """The Debian package (and version) that installed `path`, via dpkg; None where dpkg does not know it."""
+    import subprocess
+
+    try:
+        owner = subprocess.run(["dpkg", "-S", path], capture_output=True, text=True, check=True).stdout
+        package = owner.split(":")[0] if owner.count(":") < 2 else ":".join(owner.split(":")[:2])
+        version = subprocess.run(["dpkg-query", "-W", "-f=${Version}", package], capture_output=True, text=True,
+                                 check=True).stdout
+        return {"package": package, "version": version}
+    except (OSError, subprocess.CalledProcessError):
+        return None
