@@ -2,6 +2,7 @@
 #include "audit/audit_runner.h"
 #include "audit/budget_match.h"
 #include "audit/paging_findings.h"
+#include "audit/pooling_findings.h"
 #include "audit/suite_summary.h"
 
 namespace kvaudit::audit {
@@ -9,7 +10,8 @@ namespace kvaudit::audit {
 const std::vector<StageInfo>& audit_stages() {
   static const std::vector<StageInfo> stages = {
       {"budget-match", "Budget match: ChunkKV vs EG-ChunkKV, float vs exact budget", false, budget_match_section},
-      {"paging", "Page-EntroKV under GQA", true, paging_section},
+      {"pooling", "Entropy-budgeted contiguous pooling", false, pooling_section},
+      {"paging", "Page-EntroKV under GQA", false, paging_section},
       {"suites", "Property suites and proof checks", false, suite_summary_section},
   };
   return stages;

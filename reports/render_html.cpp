@@ -50,8 +50,8 @@ std::string render_html(const nlohmann::json& r) {
   h << "</ul>\n<h2 id=\"claims\">Claims</h2>";
   nlohmann::json rows = nlohmann::json::array();
   for (const auto& c : r["claims"])
-    rows.push_back({c.value("source", ""), c.value("claim", ""), cell_text(c["measured"]), c.value("verdict", ""), c.value("why", "")});
-  table(h, {"source", "claim", "measured", "verdict", "why"}, rows);
+    rows.push_back({c.value("source", ""), c.value("claim", ""), c.value("prompt", "all"), cell_text(c["measured"]), c.value("verdict", ""), c.value("why", "")});
+  table(h, {"source", "claim", "prompt", "measured", "verdict", "why"}, rows);
 
   for (const auto& s : r["sections"]) {
     h << "<section id=\"" << esc(s["section"].get<std::string>()) << "\"><h2>" << esc(s["title"].get<std::string>())

@@ -42,8 +42,8 @@ std::string render_markdown(const nlohmann::json& r) {
   md << "## Claims\n\n";
   nlohmann::json rows = nlohmann::json::array();
   for (const auto& c : r["claims"])
-    rows.push_back({c.value("source", ""), c.value("claim", ""), cell_text(c["measured"]), c.value("verdict", ""), c.value("why", "")});
-  table(md, {"source", "claim", "measured", "verdict", "why"}, rows);
+    rows.push_back({c.value("source", ""), c.value("claim", ""), c.value("prompt", "all"), cell_text(c["measured"]), c.value("verdict", ""), c.value("why", "")});
+  table(md, {"source", "claim", "prompt", "measured", "verdict", "why"}, rows);
 
   for (const auto& s : r["sections"]) {
     md << "## " << s["title"].get<std::string>() << " (`" << s["section"].get<std::string>() << "`)\n\n";

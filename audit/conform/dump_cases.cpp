@@ -102,8 +102,21 @@ std::vector<ConformCase> candidates(const ConformCase& c) {
   for (Index keep : {c.tokens / 4, c.tokens / 2, c.tokens - c.params.chunk_length, c.tokens - 1}) {
     if (keep >= 1 && keep < c.tokens) add(with_tokens(c, 0, keep));
   }
-  for (Index skip : {c.tokens / 2, c.params.chunk_length}) {
+  const Index chunk = c.params.chunk_length, complete = c.tokens / chunk;
+  // Suffixes starting on a chunk boundary keep every remaining chunk's contents (and the partial tail).
+  for (Index skip : {(complete / 2) * chunk, chunk, c.tokens / 2}) {
     if (skip >= 1 && skip < c.tokens) add(with_tokens(c, skip, c.tokens));
+  }
+  // Remove one whole complete chunk: the others, the tail and the chunk order among them are unchanged.
+  for (Index i = 0; i < complete && i < 64 && c.tokens > chunk; ++i) {
+    ConformCase k = with_tokens(c, 0, c.tokens - chunk);
+    for (Index h = 0; h < c.heads; ++h) {
+      auto src = c.values.begin() + h * c.tokens;
+      auto dst = k.values.begin() + h * k.tokens;
+      std::copy(src, src + i * chunk, dst);
+      std::copy(src + (i + 1) * chunk, src + c.tokens, dst + i * chunk);
+    }
+    add(std::move(k));
   }
   // Only quantizations that reduce the number of distinct values, so the descent cannot cycle.
   for (int levels : {2, 4, 16, 256}) {

@@ -20,7 +20,32 @@ struct State {
   std::vector<Index> next, prev;  // -1 at the ends
   std::vector<double> d;          // d[left] = Delta(left, next[left]) when next[left] >= 0
   std::set<std::pair<double, Index>> cands;
+  // Triple reductions h(A)+h(B)+h(C)-h(A+B+C) keyed by A's position: lets rule (c) see in O(1) that no
+  // pair of merges can reach the budget, so descent steps cost O(log n) instead of a full scan.
+  std::vector<double> t;
+  std::set<std::pair<double, Index>> triples;
   double H = 0.0;
+
+  void add_triple(Index a) {
+    if (a < 0 || next[a] < 0 || next[next[a]] < 0) return;
+    const Index b = next[a], c = next[b];
+    t[a] = h(mass[a]) + h(mass[b]) + h(mass[c]) - h(mass[a] + mass[b] + mass[c]);
+    triples.insert({t[a], a});
+  }
+  void remove_triple(Index a) {
+    if (a < 0 || next[a] < 0 || next[next[a]] < 0) return;
+    triples.erase({t[a], a});
+  }
+  // Upper bound on what any two merges can remove: two largest Deltas, or the largest triple.
+  double best_two_step() const {
+    double two = 0.0;
+    auto it = cands.rbegin();
+    if (it != cands.rend()) {
+      two = it->first;
+      if (++it != cands.rend()) two += it->first;
+    }
+    return std::max(two, triples.empty() ? 0.0 : triples.rbegin()->first);
+  }
 
   void add(Index left) {
     if (left < 0 || next[left] < 0) return;
@@ -33,6 +58,8 @@ struct State {
   }
   void merge(Index left) {
     const Index right = next[left];
+    const Index p1 = prev[left], p2 = p1 >= 0 ? prev[p1] : -1;
+    for (Index a : {p2, p1, left, right}) remove_triple(a);
     remove(prev[left]);
     remove(left);
     remove(right);
@@ -42,6 +69,7 @@ struct State {
     if (next[right] >= 0) prev[next[right]] = left;
     add(prev[left]);
     add(left);
+    for (Index a : {p2, p1, left}) add_triple(a);
   }
   // Smallest candidate Delta >= x with the lowest position among equals.
   std::set<std::pair<double, Index>>::const_iterator at_least(double x) const {
@@ -68,14 +96,10 @@ Index lookahead(const State& s, double need) {
       break;
     }
   }
-  // Triples A|B|C -> ABC: reduction h(A)+h(B)+h(C)-h(A+B+C).
-  for (const auto& [dj, j] : s.cands) {
-    const Index b = s.next[j];
-    const Index c = s.next[b];
-    if (c < 0) continue;
-    const double red = h(s.mass[j]) + h(s.mass[b]) + h(s.mass[c]) - h(s.mass[j] + s.mass[b] + s.mass[c]);
-    const Index first = s.d[j] >= s.d[b] ? j : b;
-    consider(red, first, j);
+  // Triples A|B|C -> ABC: the smallest reduction >= need.
+  for (auto it = s.triples.lower_bound({need, std::numeric_limits<Index>::min()}); it != s.triples.end(); ++it) {
+    const Index j = it->second, b = s.next[j];
+    consider(it->first, s.d[j] >= s.d[b] ? j : b, j);
   }
   return best_first;
 }
@@ -90,6 +114,7 @@ GreedyResult greedy_partition(std::span<const double> p, std::optional<Index> gr
   s.next.resize(n);
   s.prev.resize(n);
   s.d.assign(n, 0.0);
+  s.t.assign(n, 0.0);
   for (Index i = 0; i < n; ++i) {
     if (!std::isfinite(p[i]) || p[i] < 0) throw std::invalid_argument("probabilities must be finite and >= 0");
     s.next[i] = i + 1 < n ? i + 1 : -1;
@@ -97,6 +122,7 @@ GreedyResult greedy_partition(std::span<const double> p, std::optional<Index> gr
     s.H += h(p[i]);
   }
   for (Index i = 0; i + 1 < n; ++i) s.add(i);
+  for (Index i = 0; i + 2 < n; ++i) s.add_triple(i);
   GreedyResult out;
   const Index merges = groups ? n - *groups : n - 1;
   for (Index step = 0; step < merges; ++step) {
@@ -109,7 +135,8 @@ GreedyResult greedy_partition(std::span<const double> p, std::optional<Index> gr
       pick = it->second;  // (b)
     } else {
       ++out.lookahead_steps;  // (c)
-      pick = lookahead(s, need);
+      // Two largest Deltas over-estimate disjoint pairs (they may share a block), so the skip is safe.
+      pick = s.best_two_step() >= need ? lookahead(s, need) : -1;
       if (pick < 0) {
         ++out.descent_steps;
         pick = s.at_least(s.cands.rbegin()->first)->second;

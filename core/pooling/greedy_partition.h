@@ -14,8 +14,9 @@
 //      the budget; the alternative, smallest Delta, keeps H high but can end above R with merges left).
 // The result is reported as infeasible when the final H > R (rounded double evaluation); the exact
 // oracle measures both the gap and any failure on instances where a feasible partition exists.
-// Arithmetic is double; the candidate set is an ordered set keyed by (Delta, left position), so a step is
-// O(log n) in rules (a)/(b) and O(n) in rule (c) (the triple scan).
+// Arithmetic is double; candidates (and triple-merge reductions) are ordered sets keyed by (value, left
+// position), so a step is O(log n); a rule (c) step runs the O(n log n) pair search only when the two
+// largest Deltas or the largest triple could reach the budget (in practice once per row).
 #pragma once
 
 #include <optional>

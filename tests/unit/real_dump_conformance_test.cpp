@@ -88,6 +88,7 @@ TEST(RealDumpConformance, AuditSectionCountsEveryCase) {
     EXPECT_TRUE(f["counterexample"].contains("layer"));
   }
   EXPECT_EQ(non_conforming_findings, cases - sec["summary"]["conforming"].get<Index>());
+  std::cout << "summary: " << sec["summary"].dump() << "\nclaims: " << sec["claims"].dump() << "\n";
 }
 
 TEST(RealDumpConformance, MissingDumpsAreReportedNotPassed) {
