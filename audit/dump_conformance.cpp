@@ -212,6 +212,33 @@ Section dump_conformance_section(const AuditContext& ctx) {
                              {"why", "counts of positions the released presses actually kept, recorded by tools/export"}});
   }
 
+  // Same docstring: "The number of retained tokens is exactly (1 - compression_ratio) * kv_len". Read
+  // exactly (SPEC section 1: max(1, floor((1 - rho) T)) from the decimal text) against what EG kept.
+  Index eg_cases = 0, eg_off = 0;
+  std::string eg_example;
+  for (const auto& c : cases) {
+    auto config = parse_dump_press(c.press);
+    if (!config || config->method != Method::EgChunkKV) continue;
+    ++eg_cases;
+    const Index exact = exact_budget(c.tokens, parse_compression_ratio(c.ratio));
+    if (c.kept != exact) {
+      ++eg_off;
+      if (eg_example.empty()) {
+        eg_example = c.prompt + " (T=" + std::to_string(c.tokens) + ") layer " + std::to_string(c.layer) + " rho=" + c.ratio +
+                     ": kept " + std::to_string(c.kept) + ", exact budget " + std::to_string(exact);
+      }
+    }
+  }
+  if (eg_cases > 0) {
+    sec["claims"].push_back({{"claim", "EntropyGatedChunkKVPress retains exactly (1 - compression_ratio) * kv_len tokens"},
+                             {"source", "kvpress 0.5.5 EntropyGatedChunkKVPress docstring"},
+                             {"measured", std::to_string(eg_off) + " of " + std::to_string(eg_cases) +
+                                              " recorded selections differ from the exact budget max(1, floor((1 - rho) T))" +
+                                              (eg_example.empty() ? "" : "; e.g. " + eg_example)},
+                             {"verdict", eg_off == 0 ? "confirmed" : "refuted"},
+                             {"why", "kvpress computes int(T * (1 - rho)) in IEEE double: 1 - 0.8 = 0.19999999999999996, so T * (1 - rho) falls just below the integer (1 - rho) T whenever that is one"}});
+  }
+
   json per_press = json::object();
   for (const auto& [press, n] : by_press) {
     per_press[press] = {{"cases", n.total()}, {"conforming", n.conforming}, {"violating", n.violating},

@@ -53,7 +53,10 @@ rc::Gen<ConformCase> corner_cases(Method method, Flavour flavour) {
   return rc::gen::mapcat(
       rc::gen::tuple(heads, tokens, chunk, ratio, style),
       [=](std::tuple<Index, Index, Index, std::size_t, int> outer) {
-        auto [h, t, c, r, s] = outer;
+        // Plain variables, not a structured binding: clang < 16 cannot capture bindings in the lambda below.
+        const Index h = std::get<0>(outer), t = std::get<1>(outer), c = std::get<2>(outer);
+        const std::size_t r = std::get<3>(outer);
+        const int s = std::get<4>(outer);
         // kvpress asserts chunk_length > low_entropy_chunk_length >= 1; the exact flavour allows any r >= 1.
         auto rescue = rc::gen::inRange<Index>(1, eg_kvpress ? c : c + 3);
         // A fixed threshold exists only in the seeds' variant; -1 stands for "median".

@@ -213,8 +213,10 @@ def export_prompt(model, tokenizer, info, spec, out_dir, qkv_layers, log):
         assert tensors[name].shape == shape, (name, tensors[name].shape, shape)
 
     file = f"{spec.name}.safetensors"
-    save_file(tensors, os.path.join(out_dir, file), metadata={"schema_version": str(SCHEMA_VERSION),
-                                                              "prompt": spec.name})
+    # One metadata key: safetensors writes metadata from a hash map, so several keys come out in a
+    # run-dependent order and the file's bytes (and sha256) would not reproduce.
+    meta = json.dumps({"schema_version": SCHEMA_VERSION, "prompt": spec.name}, sort_keys=True)
+    save_file(tensors, os.path.join(out_dir, file), metadata={"kvaudit_dump": meta})
     os.chmod(os.path.join(out_dir, file), 0o644)  # safetensors writes 0600; the data is meant to be read
     tokens_file = f"{spec.name}.tokens.json"
     with open(os.path.join(out_dir, tokens_file), "w", encoding="utf-8") as f:
