@@ -1,6 +1,7 @@
 // The audit's stages in report order. A stage needing real dumps is per-prompt (see audit_runner.h).
 #include "audit/audit_runner.h"
 #include "audit/budget_match.h"
+#include "audit/dump_conformance.h"
 #include "audit/paging_findings.h"
 #include "audit/pooling_findings.h"
 #include "audit/suite_summary.h"
@@ -10,6 +11,7 @@ namespace kvaudit::audit {
 const std::vector<StageInfo>& audit_stages() {
   static const std::vector<StageInfo> stages = {
       {"budget-match", "Budget match: ChunkKV vs EG-ChunkKV, float vs exact budget", false, budget_match_section},
+      {"dump-conformance", "Recorded kvpress selections on real dumps vs the oracle", true, dump_conformance_section},
       {"pooling", "Entropy-budgeted contiguous pooling", false, pooling_section},
       {"paging", "Page-EntroKV under GQA", false, paging_section},
       {"suites", "Property suites and proof checks", false, suite_summary_section},
