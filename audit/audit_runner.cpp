@@ -160,6 +160,7 @@ json run_audit(const AuditOptions& options) {
 
   std::vector<Unit> units = enumerate_units(dumps);
   json done = json::array();
+  json unit_seconds = json::object();  // wall time per unit: volatile, never part of the compared report
   for (std::size_t u = 0; u < units.size(); ++u) {
     if (static_cast<int>(u % static_cast<std::size_t>(options.shard_count)) != options.shard_index) continue;
     const Unit& unit = units[u];
@@ -170,6 +171,7 @@ json run_audit(const AuditOptions& options) {
                      std::to_string(units.size()) + ")");
     AuditContext ctx{options.data_dir, options.seed, options.quick, &slice, options.progress};
     json section;
+    const auto started = std::chrono::steady_clock::now();
     if (unit.stage->per_prompt && dumps.empty()) {
       section = missing_section(*unit.stage, "no real dumps loaded: " + (data_problem.empty() ? "manifest lists none" : data_problem));
     } else {
@@ -179,11 +181,14 @@ json run_audit(const AuditOptions& options) {
         section = {{"section", unit.stage->id}, {"title", unit.stage->title}, {"status", "failed"}, {"status_reason", e.what()}};
       }
     }
+    unit_seconds[unit_key(unit.stage->id, unit.prompt)] =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
     done.push_back({{"stage", unit.stage->id}, {"prompt", unit.prompt}, {"index", u}, {"section", section}});
   }
   json report = assemble(done, inputs);
   report["coverage"] = {{"units_total", units.size()}, {"units_present", done.size()}};
-  report["volatile"] = {{"timestamp", utc_now()}, {"shard", std::to_string(options.shard_index) + "/" + std::to_string(options.shard_count)}};
+  report["volatile"] = {{"timestamp", utc_now()}, {"shard", std::to_string(options.shard_index) + "/" + std::to_string(options.shard_count)},
+                       {"unit_seconds", unit_seconds}};
   return report;
 }
 

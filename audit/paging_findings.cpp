@@ -182,7 +182,6 @@ Section paging_section(const AuditContext& ctx) {
     sec["status_reason"] = "no real dumps (data/manifest.json) were loaded";
     return sec;
   }
-  const auto started = std::chrono::steady_clock::now();
   try {
     json& findings = sec["findings"];
     json uo_rows = json::array(), needle_rows = json::array(), masq_rows = json::array(), sel_rows = json::array();
@@ -253,11 +252,9 @@ Section paging_section(const AuditContext& ctx) {
         for (auto pooling : {paging::Pooling::Entropy, paging::Pooling::Mean}) {
           pp.pooling = pooling;
           const Index max_layers = ctx.quick ? 1 : -1;  // all layers: ~0.04 s per group at T = 1000
-          const auto t0 = std::chrono::steady_clock::now();
           const SelectorComparison c = compare_selector_with_oracle(attn, pp, max_layers);
-          const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
           const std::string name = pooling == paging::Pooling::Entropy ? "entropy" : "mean";
-          sel_rows.push_back({d.name, name, c.groups, c.canonical, c.tie_admissible, to_string(c.verdict.kind), fmt(secs, 2)});
+          sel_rows.push_back({d.name, name, c.groups, c.canonical, c.tie_admissible, to_string(c.verdict.kind)});
           if (!c.verdict.passed())
             findings.push_back({{"id", "page-selector-" + name + "-" + d.name}, {"rule", c.verdict.rule}, {"verdict", "violates"},
                                 {"message", c.verdict.message},
@@ -362,7 +359,7 @@ Section paging_section(const AuditContext& ctx) {
                              {"columns", {"budget", "groups", "token max", "token max (exact)", "token mean", "token max at", "page max (P=16)", "page mean (P=16)"}},
                              {"rows", uo_rows}});
     sec["tables"].push_back({{"title", "Optimized selector vs exact oracle (20 % budget, P = 16)"},
-                             {"columns", {"prompt", "pooling", "groups", "canonical", "tie-admissible", "verdict", "seconds"}},
+                             {"columns", {"prompt", "pooling", "groups", "canonical", "tie-admissible", "verdict"}},
                              {"rows", sel_rows}});
     sec["tables"].push_back({{"title", "Sink masquerade: top-weighted head is a sink head (>= 50 % of its mass on the first 4 positions)"},
                              {"columns", {"prompt", "groups", "sink heads", "without isolation", "with isolation", "sink weight without", "sink weight with"}},
@@ -431,7 +428,6 @@ Section paging_section(const AuditContext& ctx) {
     sec["status"] = "failed";
     sec["status_reason"] = e.what();
   }
-  sec["summary"]["seconds"] = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
   return sec;
 }
 
