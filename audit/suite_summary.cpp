@@ -1,4 +1,5 @@
-// Each executable runs with --gtest_output=json; counts come from that file, RapidCheck case counts and
+// Suites are the tests CTest lists with label property or proof, run as CTest runs them with
+// --gtest_output=json; counts come from that file, RapidCheck case counts and
 // proof coverage lines from its stdout ("OK, passed N tests", "proof: <id>: <verdict>: <coverage>").
 #include "audit/suite_summary.h"
 
@@ -34,15 +35,37 @@ std::string run_capture(const std::string& command) {
   return out;
 }
 
-std::vector<fs::path> executables(const fs::path& dir, const std::regex& name) {
-  std::vector<fs::path> found;
-  std::error_code ec;
-  if (!fs::is_directory(dir, ec)) return found;
-  for (const auto& e : fs::directory_iterator(dir, ec))
-    if (e.is_regular_file() && std::regex_match(e.path().filename().string(), name) && ::access(e.path().c_str(), X_OK) == 0)
-      found.push_back(e.path());
-  std::sort(found.begin(), found.end());
-  return found;
+struct Suite {
+  std::string label;
+  std::string name;
+  std::string command;  // shell-quoted, with working directory and environment as CTest runs it
+};
+
+std::string quote(const std::string& s) {
+  std::string out = "'";
+  for (char c : s) out += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return out + "'";
+}
+
+// The property and proof tests CTest knows in the build tree holding this binary, as CTest would run them.
+std::vector<Suite> discover_suites(const fs::path& build_dir) {
+  std::vector<Suite> suites;
+  json listing = json::parse(run_capture("ctest --test-dir " + quote(build_dir.string()) + " --show-only=json-v1 2>/dev/null"), nullptr, false);
+  if (listing.is_discarded()) return suites;
+  for (const auto& t : listing.value("tests", json::array())) {
+    std::string label, dir = ".", env;
+    for (const auto& p : t.value("properties", json::array())) {
+      if (p["name"] == "LABELS" && !p["value"].empty()) label = p["value"][0];
+      if (p["name"] == "WORKING_DIRECTORY") dir = p["value"];
+      if (p["name"] == "ENVIRONMENT")
+        for (const auto& e : p["value"]) env += quote(e.get<std::string>()) + " ";
+    }
+    if ((label != "property" && label != "proof") || !t.contains("command")) continue;
+    std::string command = "cd " + quote(dir) + " && env " + env;
+    for (const auto& arg : t["command"]) command += quote(arg.get<std::string>()) + " ";
+    suites.push_back({label, t.value("name", ""), command});
+  }
+  return suites;
 }
 
 }  // namespace
@@ -55,30 +78,27 @@ Section suite_summary_section(const AuditContext& ctx) {
     return section;
   }
   const fs::path bin = executable_dir();
-  std::vector<std::pair<std::string, fs::path>> suites;
-  for (const auto& p : executables(bin / "tests", std::regex(".*property.*_test"))) suites.push_back({"property", p});
-  for (const auto& p : executables(bin / "proofs", std::regex(".*_check"))) suites.push_back({"proof", p});
+  const std::vector<Suite> suites = discover_suites(bin);
   if (suites.empty()) {
     section["status"] = "missing-inputs";
-    section["status_reason"] = "no built suites found under " + bin.string() + "/tests or /proofs (run scripts/setup.sh)";
+    section["status_reason"] = "no property or proof tests registered with CTest in " + bin.string() + " (run scripts/setup.sh)";
     return section;
   }
   json rows = json::array(), proof_rows = json::array(), findings = json::array();
   long passed_total = 0, failed_total = 0, skipped_total = 0, cases_total = 0;
   const std::regex cases_re("OK, passed ([0-9]+) tests");
   const std::regex proof_re("proof: ([^:]+): ([^:]+): (.*)");
-  for (const auto& [label, path] : suites) {
-    ctx.progress("audit: suites: " + path.filename().string());
-    fs::path json_out = fs::temp_directory_path() / ("kvaudit-suite-" + std::to_string(::getpid()) + "-" + path.filename().string() + ".json");
-    std::string out = run_capture("cd '" + ctx.data_dir + "/..' 2>/dev/null; '" + path.string() + "' --gtest_output=json:'" +
-                                  json_out.string() + "' 2>&1");
+  for (const auto& [label, name, command] : suites) {
+    ctx.progress("audit: suites: " + name);
+    fs::path json_out = fs::temp_directory_path() / ("kvaudit-suite-" + std::to_string(::getpid()) + "-" + name + ".json");
+    std::string out = run_capture(command + "--gtest_output=json:" + quote(json_out.string()) + " 2>&1");
     long tests = 0, failures = 0, skipped = 0, cases = 0;
     std::ifstream in(json_out);
     json result = json::parse(in, nullptr, false);
     fs::remove(json_out);
     if (result.is_discarded() || !result.contains("tests")) {
-      findings.push_back({{"id", "suite-crashed-" + path.filename().string()}, {"rule", "suite"}, {"verdict", "violates"},
-                          {"message", "the suite produced no result file (crashed or did not run)"}, {"reproduce", path.string()}});
+      findings.push_back({{"id", "suite-crashed-" + name}, {"rule", "suite"}, {"verdict", "violates"},
+                          {"message", "the suite produced no result file (crashed or did not run)"}, {"reproduce", "ctest --test-dir " + bin.string() + " -R '^" + name + "$' --output-on-failure"}});
       ++failed_total;
       continue;
     }
@@ -89,15 +109,15 @@ Section suite_summary_section(const AuditContext& ctx) {
         if (t.value("result", "") == "SKIPPED") ++skipped;
     for (std::sregex_iterator it(out.begin(), out.end(), cases_re), end; it != end; ++it) cases += std::stol((*it)[1]);
     for (std::sregex_iterator it(out.begin(), out.end(), proof_re), end; it != end; ++it)
-      proof_rows.push_back({path.filename().string(), (*it)[1].str(), (*it)[2].str(), (*it)[3].str()});
-    rows.push_back({label, path.filename().string(), tests, tests - failures - skipped, failures, skipped, cases});
+      proof_rows.push_back({name, (*it)[1].str(), (*it)[2].str(), (*it)[3].str()});
+    rows.push_back({label, name, tests, tests - failures - skipped, failures, skipped, cases});
     passed_total += tests - failures - skipped;
     failed_total += failures;
     skipped_total += skipped;
     cases_total += cases;
     if (failures)
-      findings.push_back({{"id", "suite-failed-" + path.filename().string()}, {"rule", "suite"}, {"verdict", "violates"},
-                          {"message", std::to_string(failures) + " test(s) failed"}, {"reproduce", path.string()}});
+      findings.push_back({{"id", "suite-failed-" + name}, {"rule", "suite"}, {"verdict", "violates"},
+                          {"message", std::to_string(failures) + " test(s) failed"}, {"reproduce", "ctest --test-dir " + bin.string() + " -R '^" + name + "$' --output-on-failure"}});
   }
   section["status"] = "ran";
   section["summary"] = {{"tests_passed", passed_total}, {"tests_failed", failed_total}, {"tests_skipped", skipped_total},

@@ -1,4 +1,4 @@
-// SHA-256 (FIPS 180-4) of a byte buffer, as lowercase hex: the manifest's per-file checksum.
+// SHA-256 (FIPS 180-4, computed by OpenSSL) of a byte buffer, as lowercase hex: the manifest's per-file checksum.
 #pragma once
 
 #include <cstddef>
