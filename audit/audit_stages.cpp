@@ -4,6 +4,7 @@
 #include "audit/dump_conformance.h"
 #include "audit/paging_findings.h"
 #include "audit/pooling_findings.h"
+#include "audit/retained_entropy.h"
 #include "audit/suite_summary.h"
 
 namespace kvaudit::audit {
@@ -12,6 +13,7 @@ const std::vector<StageInfo>& audit_stages() {
   static const std::vector<StageInfo> stages = {
       {"budget-match", "Budget match: ChunkKV vs EG-ChunkKV, float vs exact budget", false, budget_match_section},
       {"dump-conformance", "Recorded kvpress selections on real dumps vs the oracle", true, dump_conformance_section},
+      {"retained-entropy", "Retained-token coherence (seed 000) and benchmark claims", false, retained_entropy_section},
       {"pooling", "Entropy-budgeted contiguous pooling", false, pooling_section},
       {"paging", "Page-EntroKV under GQA", false, paging_section},
       {"suites", "Property suites and proof checks", false, suite_summary_section},
