@@ -28,7 +28,7 @@ void table(std::ostringstream& h, const nlohmann::json& columns, const nlohmann:
 const char* kStyle =
     "body{font-family:sans-serif;max-width:1100px;margin:2em auto;color:#222;line-height:1.4}"
     "table{border-collapse:collapse;margin:.5em 0 1.2em;font-size:13px}"
-    "td,th{border:1px solid #ccc;padding:3px 7px;text-align:left;vertical-align:top}"
+    "td,th{border:1px solid #ccc;padding:3px 7px;text-align:left;vertical-align:top;overflow-wrap:anywhere;min-width:4.5em;max-width:420px}"
     "th{background:#f0f0f0}.bad{color:#a00;font-weight:bold}.good{color:#060}"
     "code,pre{background:#f6f6f6;font-size:12px}pre{padding:6px;overflow-x:auto;white-space:pre-wrap}"
     "section{border-top:2px solid #ddd;margin-top:1.5em}.status{font-weight:bold}";
