@@ -41,6 +41,7 @@ Index page_token_budget(Index tokens, const std::string& rho_text) {
 }
 
 std::optional<std::vector<Exact>> sink_isolate(std::span<const float> p, Index n_sink) {
+  if (n_sink < 0) throw std::invalid_argument("sink_isolate: n_sink must be >= 0");
   const Index T = static_cast<Index>(p.size());
   Exact mass = 0;
   for (Index t = n_sink; t < T; ++t) mass += Exact(static_cast<double>(p[t]));

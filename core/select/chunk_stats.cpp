@@ -3,6 +3,7 @@
 
 #include <cfloat>
 #include <cmath>
+#include <limits>
 #include <cstring>
 #include <numeric>
 
@@ -27,10 +28,10 @@ bool head_sum(const HeadScores& scores, std::span<V> x) {
 #pragma omp simd
       for (Index t = 0; t < len; ++t) o[t] += static_cast<V>(r[t]);
     }
-    // The float32 sum is finite iff every input is finite and nothing overflowed (NaN compares false).
-    // In double a finite input cannot overflow, so this catches exactly the non-finite inputs.
+    // The sum is finite iff every input is finite and nothing overflowed in V (NaN compares false). In double
+    // a sum of finite floats cannot overflow, so a double head sum above FLT_MAX is valid (found by the fuzzer).
 #pragma omp simd reduction(| : bad)
-    for (Index t = 0; t < len; ++t) bad |= !(std::fabs(o[t]) <= static_cast<V>(FLT_MAX));
+    for (Index t = 0; t < len; ++t) bad |= !(std::fabs(o[t]) <= std::numeric_limits<V>::max());
   }
   return bad == 0;
 }
