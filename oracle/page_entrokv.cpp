@@ -1,6 +1,8 @@
 // Reference Page-EntroKV: each function transcribes one definition of SPEC.md section 5 in exact rationals.
 #include "oracle/page_entrokv.h"
 
+#include "oracle/chunk_selection.h"
+
 #include <algorithm>
 #include <cmath>
 #include <numeric>
@@ -15,30 +17,8 @@ const char* to_string(PageScore p) { return p == PageScore::Sum ? "sum" : "max";
 const char* to_string(SinkPages p) { return p == SinkPages::Reserved ? "reserved" : "scored"; }
 const char* to_string(GreedyRule p) { return p == GreedyRule::SkipMisfits ? "skip-misfits" : "stop-at-first-misfit"; }
 
-Index page_token_budget(Index tokens, const std::string& rho_text) {
-  // Read the decimal digit by digit: numerator / 10^fraction_digits, no floating point anywhere.
-  boost::multiprecision::mpz_int numerator = 0, denominator = 1;
-  bool point = false, digits = false;
-  for (char c : rho_text) {
-    if (c == '.' && !point) {
-      point = true;
-    } else if (c >= '0' && c <= '9') {
-      digits = true;
-      numerator = numerator * 10 + (c - '0');
-      if (point) denominator *= 10;
-    } else {
-      throw std::invalid_argument("compression ratio '" + rho_text + "' is not a plain decimal");
-    }
-  }
-  if (!digits) throw std::invalid_argument("compression ratio '" + rho_text + "' is not a plain decimal");
-  Exact rho(numerator, denominator);
-  if (rho >= 1) throw std::invalid_argument("compression ratio '" + rho_text + "' is not in [0, 1)");
-  Exact kept = (Exact(1) - rho) * tokens;
-  // Both parts are positive, so integer division is the floor.
-  boost::multiprecision::mpz_int floor_kept = boost::multiprecision::numerator(kept) / boost::multiprecision::denominator(kept);
-  Index budget = floor_kept.convert_to<Index>();
-  return std::max<Index>(1, budget);
-}
+// The page walk spends the same exact budget max(1, floor((1 - rho) T)) as every other method.
+Index page_token_budget(Index tokens, const std::string& rho_text) { return exact_token_budget(tokens, rho_text); }
 
 std::optional<std::vector<Exact>> sink_isolate(std::span<const float> p, Index n_sink) {
   if (n_sink < 0) throw std::invalid_argument("sink_isolate: n_sink must be >= 0");
