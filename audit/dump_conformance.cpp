@@ -105,7 +105,7 @@ std::vector<DumpConformanceCase> check_dump_conformance(const std::vector<io::Pr
 
 std::string dump_case_reproduce_command(const DumpConformanceCase& c) {
   return "KVAUDIT_DUMP_CASE=" + c.prompt + ":" + c.press + ":" + c.ratio + ":" + std::to_string(c.layer) +
-         " ctest --test-dir build -R real_dump_conformance_test --output-on-failure";
+         " build/tests/real_dump_conformance_test --gtest_also_run_disabled_tests --gtest_filter='*SingleCase'";
 }
 
 Section dump_conformance_section(const AuditContext& ctx) {

@@ -127,8 +127,9 @@ TEST(RealDumpConformance, MutatedSelectionsAreRejected) {
   EXPECT_EQ(rejected, tried);
 }
 
-// Reproduction harness for one case named by KVAUDIT_DUMP_CASE (skipped, not passed, when unset).
-TEST(RealDumpConformance, SingleCase) {
+// Reproduction harness for one case named by KVAUDIT_DUMP_CASE: disabled, so a normal run neither passes nor skips it;
+// run it with --gtest_also_run_disabled_tests (the audit's reproduce commands do).
+TEST(RealDumpConformance, DISABLED_SingleCase) {
   const char* spec = std::getenv("KVAUDIT_DUMP_CASE");
   if (spec == nullptr) GTEST_SKIP() << "set KVAUDIT_DUMP_CASE=<prompt>:<press>:<ratio>:<layer>";
   std::vector<std::string> parts;
