@@ -17,6 +17,11 @@ std::string render_svg_chart(const nlohmann::json& chart);
 // A JSON scalar as report text: strings bare, numbers with up to 6 significant digits.
 std::string cell_text(const nlohmann::json& value);
 
+// The claims table and a section's summary as {"columns": [...], "rows": [[...]]}: both renderings show
+// exactly these rows, so Markdown and HTML cannot drift apart.
+nlohmann::json claims_table(const nlohmann::json& report);
+nlohmann::json summary_table(const nlohmann::json& section);
+
 // Escapes &, <, > and " for HTML text and attribute values (SVG too).
 std::string html_escape(const std::string& text);
 

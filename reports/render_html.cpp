@@ -48,10 +48,8 @@ std::string render_html(const nlohmann::json& r) {
     h << "<li><a href=\"#" << esc(s["section"].get<std::string>()) << "\">" << esc(s["title"].get<std::string>()) << "</a> — "
       << esc(s["status"].get<std::string>()) << "</li>";
   h << "</ul>\n<h2 id=\"claims\">Claims</h2>";
-  nlohmann::json rows = nlohmann::json::array();
-  for (const auto& c : r["claims"])
-    rows.push_back({c.value("source", ""), c.value("claim", ""), c.value("prompt", "all"), cell_text(c["measured"]), c.value("verdict", ""), c.value("why", "")});
-  table(h, {"source", "claim", "prompt", "measured", "verdict", "why"}, rows);
+  const nlohmann::json claims = claims_table(r);
+  table(h, claims["columns"], claims["rows"]);
 
   for (const auto& s : r["sections"]) {
     h << "<section id=\"" << esc(s["section"].get<std::string>()) << "\"><h2>" << esc(s["title"].get<std::string>())
@@ -59,9 +57,8 @@ std::string render_html(const nlohmann::json& r) {
     if (s.contains("status_reason")) h << " — " << esc(s["status_reason"].get<std::string>());
     h << "</p>";
     if (s.contains("summary") && !s["summary"].empty()) {
-      nlohmann::json srows = nlohmann::json::array();
-      for (const auto& [k, v] : s["summary"].items()) srows.push_back({k, v.is_structured() ? v.dump() : cell_text(v)});
-      table(h, {"figure", "value"}, srows);
+      const nlohmann::json summary = summary_table(s);
+      table(h, summary["columns"], summary["rows"]);
     }
     for (const auto& c : s.value("charts", nlohmann::json::array())) h << "<figure>" << render_svg_chart(c) << "</figure>";
     for (const auto& t : s.value("tables", nlohmann::json::array())) {

@@ -40,10 +40,8 @@ std::string render_markdown(const nlohmann::json& r) {
   md << "Inputs: `" << r["inputs"].dump() << "`\n\n";
 
   md << "## Claims\n\n";
-  nlohmann::json rows = nlohmann::json::array();
-  for (const auto& c : r["claims"])
-    rows.push_back({c.value("source", ""), c.value("claim", ""), c.value("prompt", "all"), cell_text(c["measured"]), c.value("verdict", ""), c.value("why", "")});
-  table(md, {"source", "claim", "prompt", "measured", "verdict", "why"}, rows);
+  const nlohmann::json claims = claims_table(r);
+  table(md, claims["columns"], claims["rows"]);
 
   for (const auto& s : r["sections"]) {
     md << "## " << s["title"].get<std::string>() << " (`" << s["section"].get<std::string>() << "`)\n\n";
@@ -51,9 +49,8 @@ std::string render_markdown(const nlohmann::json& r) {
     if (s.contains("status_reason")) md << " — " << md_escape(s["status_reason"].get<std::string>());
     md << "\n\n";
     if (s.contains("summary") && !s["summary"].empty()) {
-      nlohmann::json srows = nlohmann::json::array();
-      for (const auto& [k, v] : s["summary"].items()) srows.push_back({k, v.is_structured() ? v.dump() : cell_text(v)});
-      table(md, {"figure", "value"}, srows);
+      const nlohmann::json summary = summary_table(s);
+      table(md, summary["columns"], summary["rows"]);
     }
     for (const auto& t : s.value("tables", nlohmann::json::array())) {
       md << "**" << md_escape(t["title"].get<std::string>()) << "**\n\n";
