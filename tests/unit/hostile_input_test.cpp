@@ -211,7 +211,9 @@ class HostileInput : public ::testing::Test {
     EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << args << "\nstderr: " << r.err;
     EXPECT_EQ(r.err.rfind("kvaudit: ", 0), 0u) << r.err;
     EXPECT_NE(r.err.find(needle), std::string::npos) << "missing '" << needle << "' in: " << r.err;
-    if (!must_not_exist.empty()) EXPECT_FALSE(fs::exists(dir_ / must_not_exist)) << must_not_exist << " was written";
+    if (!must_not_exist.empty()) {
+      EXPECT_FALSE(fs::exists(dir_ / must_not_exist)) << must_not_exist << " was written";
+    }
   }
 
   std::string select(const std::string& scores, const std::string& extra = "") const {

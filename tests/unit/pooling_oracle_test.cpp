@@ -50,7 +50,9 @@ TEST(PoolingOracleUnit, ExactSolverReportsABracketWhenStopped) {
   EXPECT_FALSE(a.complete);
   EXPECT_FALSE(a.certified);  // a stopped search is never certified
   EXPECT_LE(a.optimum_upper, 2.5);
-  if (a.feasible) EXPECT_LE(a.entropy_bits, a.optimum_upper);
+  if (a.feasible) {
+    EXPECT_LE(a.entropy_bits, a.optimum_upper);
+  }
 }
 
 TEST(PoolingOracleUnit, CommensurableMassesTieExactly) {
