@@ -38,6 +38,14 @@ json missing_section(const StageInfo& stage, const std::string& why) {
   return {{"section", stage.id}, {"title", stage.title}, {"status", "missing-inputs"}, {"status_reason", why}};
 }
 
+// The element of `list` titled `title`, appended as `fresh` first when there is none.
+json& titled(json& list, const json& title, const json& fresh) {
+  for (auto& existing : list)
+    if (existing["title"] == title) return existing;
+  list.push_back(fresh);
+  return list.back();
+}
+
 // Tags every row/series/finding/claim of a prompt's section with the prompt, then appends it to `into`.
 void absorb(json& into, const json& part, const std::string& prompt) {
   auto tagged = [&](const std::string& s) { return prompt.empty() ? s : prompt + ": " + s; };
@@ -46,36 +54,24 @@ void absorb(json& into, const json& part, const std::string& prompt) {
     else into["summary"][prompt] = part["summary"];
   }
   for (const auto& t : part.value("tables", json::array())) {
-    json* target = nullptr;
-    for (auto& existing : into["tables"])
-      if (existing["title"] == t["title"]) target = &existing;
-    if (!target) {
-      json fresh = {{"title", t["title"]}, {"columns", json::array()}, {"rows", json::array()}};
-      if (!prompt.empty()) fresh["columns"].push_back("prompt");
-      for (const auto& c : t["columns"]) fresh["columns"].push_back(c);
-      into["tables"].push_back(fresh);
-      target = &into["tables"].back();
-    }
+    json fresh = {{"title", t["title"]}, {"columns", json::array()}, {"rows", json::array()}};
+    if (!prompt.empty()) fresh["columns"].push_back("prompt");
+    for (const auto& c : t["columns"]) fresh["columns"].push_back(c);
+    json& target = titled(into["tables"], t["title"], fresh);
     for (const auto& row : t["rows"]) {
       json r = json::array();
       if (!prompt.empty()) r.push_back(prompt);
       for (const auto& c : row) r.push_back(c);
-      (*target)["rows"].push_back(r);
+      target["rows"].push_back(r);
     }
   }
   for (const auto& c : part.value("charts", json::array())) {
-    json* target = nullptr;
-    for (auto& existing : into["charts"])
-      if (existing["title"] == c["title"]) target = &existing;
-    if (!target) {
-      json fresh = c;
-      fresh["series"] = json::array();
-      into["charts"].push_back(fresh);
-      target = &into["charts"].back();
-    }
+    json fresh = c;
+    fresh["series"] = json::array();
+    json& target = titled(into["charts"], c["title"], fresh);
     for (auto s : c["series"]) {
       s["name"] = tagged(s["name"].get<std::string>());
-      (*target)["series"].push_back(s);
+      target["series"].push_back(s);
     }
   }
   for (auto f : part.value("findings", json::array())) {
@@ -151,6 +147,7 @@ json run_audit(const AuditOptions& options) {
   try {
     dumps = io::load_dumps(options.data_dir);
   } catch (const InputError& e) {
+    if (options.require_data) throw;
     data_problem = e.what();
   }
   json prompts = json::array();

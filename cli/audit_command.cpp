@@ -8,7 +8,6 @@
 #include "cli/command_registry.h"
 #include "core/error.h"
 #include "core/io/atomic_file.h"
-#include "core/io/dump.h"
 #include "reports/render.h"
 #include "reports/report_schema.h"
 
@@ -51,16 +50,15 @@ const bool registered_audit = kvaudit::cli::register_command([](CLI::App& root) 
   cmd->add_flag("--quiet", args->quiet, "no progress lines on stderr");
   cmd->add_flag("--fail-on-findings", args->fail_on_findings, "exit 1 when the report's verdict is not `conforms`");
   cmd->callback([args, cmd] {
-    // Hardening (docs/hardening.md): a --data directory the user names explicitly must load; otherwise a CI
-    // gate would pass on a report whose dump sections are merely "not run". Without --data the default
-    // directory stays optional (the audit records why the dump sections did not run). The dumps are loaded
-    // again by run_audit; an AuditOptions flag would avoid that (left to the audit's owner).
-    if (cmd->count("--data") > 0) (void)kvaudit::io::load_dumps(args->data);
     std::smatch m;
     static const std::regex shard_re("([0-9]{1,6})/([0-9]{1,6})");
     if (!std::regex_match(args->shard, m, shard_re)) throw kvaudit::InputError("--shard", "shard", "expected i/N, got '" + args->shard + "'");
     kvaudit::audit::AuditOptions options;
     options.data_dir = args->data;
+    // Hardening (docs/hardening.md): a --data directory the user names explicitly must load; otherwise a CI
+    // gate would pass on a report whose dump sections are merely "not run". The default directory stays
+    // optional (the audit records why the dump sections did not run).
+    options.require_data = cmd->count("--data") > 0;
     options.seed = args->seed;
     options.quick = args->quick;
     options.shard_index = std::stoi(m[1]);
