@@ -4,10 +4,12 @@
 #include <cmath>
 #include <exception>
 #include <numeric>
+#include <optional>
 
 #include "core/compression_ratio.h"
 #include "core/error.h"
 #include "core/select/chunk_stats.h"
+#include "core/select/entropy_gate.h"
 
 #ifdef _OPENMP
 #include <omp.h>
@@ -30,6 +32,8 @@ void Workspace::reserve(Index tokens, Index chunk_length, Flavour flavour) {
     grow(score_f, n_chunks);
     grow(entropy_f, n_chunks);
     grow(median_f, n_chunks);
+    grow(lanes, detail::lanes_buffer_size(chunk_length));
+    grow(band, n_chunks);
   } else {
     grow(xd, T);
     grow(score_d, n_chunks);
@@ -38,6 +42,7 @@ void Workspace::reserve(Index tokens, Index chunk_length, Flavour flavour) {
     grow(chunk_buf, C);
   }
   grow(keep, T);
+  grow(chunk_state, n_chunks);
   grow(order, std::max(T, n_chunks));
   grow(idx, std::max(C, T) + 1);
 }
@@ -128,13 +133,17 @@ Selection chunkkv_fallback(const HeadScores& s, const SelectorParams& p, Workspa
 }
 
 template <class V>
-Positions keep_top_chunks(const detail::ChunkGeometry& g, const V* S, Index m, Workspace& ws, Index T) {
+Positions keep_top_chunks(const detail::ChunkGeometry& g, const V* S, Index m, Workspace& ws) {
   Index* order = ws.order.data();
   detail::chunk_order(S, g.n_chunks, order, ws);
-  unsigned char* keep = ws.keep.data();
-  std::fill(keep, keep + T, 0);
-  for (Index c = 0; c < std::min(m, g.n_chunks); ++c) std::fill(keep + g.begin(order[c]), keep + g.end(order[c]), 1);
-  return detail::collect_kept({keep, static_cast<std::size_t>(T)}, ws.idx.data());
+  unsigned char* state = ws.chunk_state.data();
+  std::fill(state, state + g.n_chunks, detail::kChunkNone);
+  Index count = 0;
+  for (Index c = 0; c < std::min(m, g.n_chunks); ++c) {
+    state[order[c]] = detail::kChunkAll;
+    count += g.size(order[c]);
+  }
+  return detail::collect_chunks(g, state, ws.keep.data(), count);
 }
 
 Selection chunkkv_layer(const HeadScores& s, const SelectorParams& p, Workspace& ws) {
@@ -148,36 +157,51 @@ Selection chunkkv_layer(const HeadScores& s, const SelectorParams& p, Workspace&
   if (g.n_complete == 0) return chunkkv_fallback(s, p, ws);
   if (kvpress) {
     const auto nc = static_cast<std::size_t>(g.n_chunks);
-    detail::kvpress_chunk_statistics({ws.xf.data(), static_cast<std::size_t>(T)}, g, {ws.score_f.data(), nc}, {});
-    return Selection{{keep_top_chunks(g, ws.score_f.data(), kvpress_float_budget(g.n_chunks, p.ratio.value), ws, T)}};
+    detail::kvpress_chunk_statistics_lanes({ws.xf.data(), static_cast<std::size_t>(T)}, g, {ws.score_f.data(), nc}, {},
+                                           ws.lanes);
+    return Selection{{keep_top_chunks(g, ws.score_f.data(), kvpress_float_budget(g.n_chunks, p.ratio.value), ws)}};
   }
   detail::exact_chunk_statistics({ws.xd.data(), static_cast<std::size_t>(T)}, g, p.eps, ws.score_d, {}, ws.chunk_buf);
-  return Selection{{keep_top_chunks(g, ws.score_d.data(), exact_budget(g.n_chunks, p.ratio), ws, T)}};
+  return Selection{{keep_top_chunks(g, ws.score_d.data(), exact_budget(g.n_chunks, p.ratio), ws)}};
 }
 
 // EG-ChunkKV's gates, walk and top-up over precomputed statistics (V = float: kvpress, double: exact).
-// `tau_given` is the fixed threshold (exact flavour) or null for the median of H~.
+// tau: `tau_settled` when the gate was already settled from fast entropies (entropy_gate.h), else the fixed
+// threshold (exact flavour) or the median of H~.
 template <class V>
 Positions eg_walk(const V* x, const V* S, const V* Hn, const ChunkGeometry& g, Index L, const SelectorParams& p,
-                  std::vector<V>& median_buf, Workspace& ws) {
+                  std::optional<V> tau_settled, std::vector<V>& median_buf, Workspace& ws) {
   const Index T = g.tokens, nc = g.n_chunks, r = p.rescue_size;
   Index* order = ws.order.data();
   detail::chunk_order(S, nc, order, ws);
   const V s_med = detail::median_from_order(S, order, nc, p.median);
-  const V tau = p.entropy_threshold ? static_cast<V>(*p.entropy_threshold)
-                                    : detail::median<V>({Hn, static_cast<std::size_t>(nc)}, p.median, median_buf);
+  const V tau = tau_settled            ? *tau_settled
+                : p.entropy_threshold ? static_cast<V>(*p.entropy_threshold)
+                                      : detail::median<V>({Hn, static_cast<std::size_t>(nc)}, p.median, median_buf);
 
+  // Whole chunks are only flagged; the mark array is written for the chunks kept in part.
   unsigned char* keep = ws.keep.data();
-  std::fill(keep, keep + T, 0);
+  unsigned char* state = ws.chunk_state.data();
+  std::fill(state, state + nc, detail::kChunkNone);
   Index b = L;
   for (Index pos = 0; pos < nc && b > 0; ++pos) {
     const Index i = order[pos];
     Index n_kept = std::min(g.size(i), b);
     if (S[i] >= s_med && Hn[i] < tau) n_kept = std::min(n_kept, r);  // important and spiky: rescue only
-    detail::mark_top_k_in_range(x, g.begin(i), g.end(i), n_kept, keep, ws.idx.data());
+    if (n_kept == g.size(i)) {
+      state[i] = detail::kChunkAll;
+    } else {
+      std::fill(keep + g.begin(i), keep + g.end(i), 0);
+      detail::mark_top_k_in_range(x, g.begin(i), g.end(i), n_kept, keep, ws.idx.data());
+      state[i] = detail::kChunkSome;
+    }
     b -= n_kept;
   }
   if (b > 0) {  // top-up: the b best positions not kept yet (the walk visited every chunk)
+    for (Index i = 0; i < nc; ++i) {
+      if (state[i] != detail::kChunkSome) std::fill(keep + g.begin(i), keep + g.end(i), state[i] == detail::kChunkAll);
+      state[i] = detail::kChunkSome;
+    }
     Index* left = ws.order.data();
     Index n_left = 0;
     for (Index t = 0; t < T; ++t)
@@ -185,8 +209,9 @@ Positions eg_walk(const V* x, const V* S, const V* Hn, const ChunkGeometry& g, I
     const Index add = std::min(b, n_left);
     if (add < n_left) std::nth_element(left, left + add, left + n_left, RankDesc<V>{x});
     for (Index k = 0; k < add; ++k) keep[left[k]] = 1;
+    b -= add;
   }
-  return detail::collect_kept({keep, static_cast<std::size_t>(T)}, ws.idx.data());
+  return detail::collect_chunks(g, state, keep, L - b);
 }
 
 Selection eg_chunkkv_layer(const HeadScores& s, const SelectorParams& p, Workspace& ws) {
@@ -197,15 +222,23 @@ Selection eg_chunkkv_layer(const HeadScores& s, const SelectorParams& p, Workspa
     std::span<float> x = head_sum_checked(s, ws.xf);
     const Index L = kvpress_float_budget(T, p.ratio.value);
     if (ratio_is_zero(p) || L >= T) return keep_all(T);
-    detail::kvpress_chunk_statistics(x, g, {ws.score_f.data(), nc}, {ws.entropy_f.data(), nc});
-    return Selection{{eg_walk<float>(x.data(), ws.score_f.data(), ws.entropy_f.data(), g, L, p, ws.median_f, ws)}};
+    const std::span<float> entropy{ws.entropy_f.data(), nc};
+    std::optional<float> tau;
+    if (detail::kvpress_chunk_statistics_lanes(x, g, {ws.score_f.data(), nc}, entropy, ws.lanes)) {
+      tau = detail::settle_median_gate(x.data(), g, entropy, detail::fast_entropy_margin(p.chunk_length), ws.median_f,
+                                       ws.band);
+    } else {  // a log argument left the proven range (overflowing scores): every H~ exactly, median below
+      detail::kvpress_chunk_statistics(x, g, {ws.score_f.data(), nc}, entropy);
+    }
+    return Selection{{eg_walk<float>(x.data(), ws.score_f.data(), entropy.data(), g, L, p, tau, ws.median_f, ws)}};
   }
   std::span<double> x = head_sum_checked(s, ws.xd);
   const Index L = exact_budget(T, p.ratio);
   if (L >= T) return keep_all(T);
   detail::clamp_nonnegative(x);
   detail::exact_chunk_statistics(x, g, p.eps, {ws.score_d.data(), nc}, {ws.entropy_d.data(), nc}, ws.chunk_buf);
-  return Selection{{eg_walk<double>(x.data(), ws.score_d.data(), ws.entropy_d.data(), g, L, p, ws.median_d, ws)}};
+  return Selection{{eg_walk<double>(x.data(), ws.score_d.data(), ws.entropy_d.data(), g, L, p, std::nullopt,
+                                    ws.median_d, ws)}};
 }
 
 }  // namespace
@@ -244,7 +277,9 @@ void parallel_jobs(Index n, Index total_values, const Job& job) {
   std::exception_ptr error;
 #pragma omp parallel if (n > 1 && total_values >= kMinParallelValues)
   {
-    Workspace ws;
+    // One Workspace per OS thread, kept across calls (OpenMP reuses its threads): buffers of the largest T
+    // seen stay mapped, so repeated selections neither allocate nor page-fault.
+    thread_local Workspace ws;
 #pragma omp for schedule(dynamic, 1)
     for (Index k = 0; k < n; ++k) {
       try {

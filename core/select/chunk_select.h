@@ -4,18 +4,21 @@
 //   1. x_j = sum over heads of s_{h,j}, heads added in order 0..H-1: in float32 for the kvpress flavour
 //      (what torch's `scores.sum(dim=1)` does), in double for the exact flavour (which then clamps at 0
 //      for EG-ChunkKV).
-//   2. Chunks [iC, min(iC+C, T)). kvpress flavour: chunk mean S_i and normalized entropy H~_i in float32,
-//      operation for operation as kvpress evaluates them (sequential sums, logf), so equal inputs give the
-//      oracle's float32 values bit for bit. Exact flavour: in double over each chunk's sorted values, so
-//      two chunks holding the same multiset get bit-identical S and H~ (ties exact in real arithmetic
-//      stay exact; index-order accumulation would split them by rounding and flip `H~ < median`).
-//   3. Chunk order (S desc, index asc): a stable LSD radix sort of order-preserving 32-bit keys for
+//   2. Chunks [iC, min(iC+C, T)). kvpress flavour: chunk mean S_i in float32 exactly as kvpress sums it
+//      (eight chunks at a time in SIMD lanes, each lane summing its chunk in index order: bit-identical).
+//      H~_i comes from a fast lane computation (reciprocal, polynomial log) within a proven margin of the
+//      glibc-logf value; the chunks whose fast H~ lies within twice that margin of the median are
+//      recomputed exactly, which settles every gate `H~_i < median` as the oracle decides it
+//      (entropy_gate.h, proofs/11_fast_entropy_margin.md). Exact flavour: in double over each chunk's
+//      sorted values, so two chunks holding the same multiset get bit-identical S and H~ (ties exact in
+//      real arithmetic stay exact; index-order accumulation would split them by rounding).
+//   3. Chunk order (S desc, index asc): a stable LSD radix sort of (order-preserving key, chunk) items for
 //      float32 scores (O(n_chunks)), a comparison sort for double. The median of S is read off that order.
 //      ChunkKV keeps the first m = budget-rule(n_chunks) chunks whole.
-//      EG-ChunkKV: median of H~ by nth_element; the walk follows the order; a within-chunk top-k is an
-//      nth_element by (x desc, index asc) over the chunk; the top-up is one nth_element over the
-//      leftover positions.
-//   4. Kept positions are read back in increasing order from a mark array (branch-free).
+//      EG-ChunkKV: the walk follows the order; a within-chunk top-k ranks the chunk's values in SIMD lanes
+//      (C <= 16) or by nth_element; the top-up is one nth_element over the leftover positions.
+//   4. Whole kept chunks are only flagged; the output is written from the per-chunk flags (and the mark
+//      array for chunks kept in part), in increasing order.
 // Ties are broken toward the lower index everywhere (chunk order, within-chunk top-k, top-up), which is
 // the oracle's canonical order. Cost O(H*T + n_chunks) per layer for the kvpress flavour (O(T log C + n_chunks log n_chunks) exact); no allocation
 // per chunk (a Workspace holds every buffer, sized once per thread).
@@ -31,7 +34,8 @@
 namespace kvaudit::select {
 
 // Reusable buffers for one thread. Grows to the largest T seen and then never allocates again (the
-// returned Positions are the only per-call allocations).
+// returned Positions are the only per-call allocations). select_layers/select_batch keep one per OS thread
+// across calls.
 class Workspace {
  public:
   void reserve(Index tokens, Index chunk_length, Flavour flavour);
@@ -44,8 +48,10 @@ class Workspace {
   std::vector<unsigned char> keep;                     // mark array, T
   std::vector<Index> order;                            // chunk order, then leftover positions
   std::vector<Index> idx;                              // positions for a top-k / kept scratch, T + 1
-  std::vector<std::uint32_t> keys, keys_tmp;           // radix-sort keys, n_chunks
-  std::vector<Index> order_tmp;                        // radix-sort scratch, n_chunks
+  std::vector<std::uint64_t> items, items_tmp;         // radix-sort (key, chunk) items, n_chunks
+  std::vector<float> lanes;                            // chunks in SIMD lanes, C * 8 (kvpress flavour)
+  std::vector<Index> band;                             // chunks near the entropy median, n_chunks
+  std::vector<unsigned char> chunk_state;              // kept none / all / some per chunk, n_chunks
 };
 
 // Throws InputError naming the CLI flag when the parameters are invalid for the flavour (the same rules as

@@ -6,13 +6,14 @@
 #include <limits>
 #include <cstring>
 #include <numeric>
+#include <stdexcept>
 
 namespace kvaudit::select::detail {
 
 template <class V>
 bool head_sum(const HeadScores& scores, std::span<V> x) {
   // Blocked over tokens so the partial sums stay in L1 while every head row streams through once.
-  constexpr Index kBlock = 2048;
+  constexpr Index kBlock = 512;
   const Index T = scores.tokens, H = scores.heads;
   const float* base = scores.values.data();
   V* out = x.data();
@@ -72,45 +73,41 @@ void sort_small(double* v, Index n) {
 
 }  // namespace
 
+float kvpress_chunk_entropy(const float* xs, Index n, float log_n) {
+  if (n == 1) return 0.0f;
+  const float eps = 1e-8f;
+  float mn = xs[0];
+  for (Index j = 0; j < n; ++j) mn = std::min(mn, xs[j]);
+  // x - 0 == x (up to the sign of a zero), so one loop serves both the shifted and the unshifted chunk and
+  // total + eps is the same float kvpress gets from its sum.
+  const float shift = std::min(mn, 0.0f);
+  float total = 0.0f;
+  for (Index j = 0; j < n; ++j) total += xs[j] - shift;
+  const float denom = total + eps;
+  float h = 0.0f;
+  for (Index j = 0; j < n; ++j) {
+    const float p = (xs[j] - shift) / denom;
+    h += p * std::log(p + eps);
+  }
+  h = -h;
+  return std::clamp(h / log_n, 0.0f, 1.0f);
+}
+
+float log_of_length(Index n) { return static_cast<float>(std::log(static_cast<double>(n))); }
+
 void kvpress_chunk_statistics(std::span<const float> x, const ChunkGeometry& g, std::span<float> score,
                               std::span<float> entropy) {
   // Operation for operation what kvpress computes in float32 (same order as the oracle's float32 path, so
-  // equal inputs give bit-identical statistics). Only two chunk sizes occur: log(n) is computed per chunk
-  // size once.
+  // equal inputs give bit-identical statistics).
   const bool with_entropy = !entropy.empty();
-  const float eps = 1e-8f;
-  const float log_c = static_cast<float>(std::log(static_cast<double>(g.chunk_length)));
+  const float log_c = log_of_length(g.chunk_length);
   const float* xs = x.data();
   for (Index i = 0; i < g.n_chunks; ++i) {
-    const Index b = g.begin(i), e = g.end(i), n = e - b;
+    const Index b = g.begin(i), n = g.size(i);
     float sum = 0.0f;
-    float mn = xs[b];
-    for (Index j = b; j < e; ++j) {
-      sum += xs[j];
-      mn = std::min(mn, xs[j]);
-    }
+    for (Index j = b; j < b + n; ++j) sum += xs[j];
     score[i] = sum / static_cast<float>(n);
-    if (!with_entropy) continue;
-    if (n == 1) {
-      entropy[i] = 0.0f;
-      continue;
-    }
-    const float shift = std::min(mn, 0.0f);
-    float total = 0.0f;
-    if (shift == 0.0f) {
-      total = sum;  // x - 0 == x, so the same sequential sum
-    } else {
-      for (Index j = b; j < e; ++j) total += xs[j] - shift;
-    }
-    const float denom = total + eps;
-    float h = 0.0f;
-    for (Index j = b; j < e; ++j) {
-      const float p = (xs[j] - shift) / denom;
-      h += p * std::log(p + eps);
-    }
-    h = -h;
-    const float log_n = n == g.chunk_length ? log_c : static_cast<float>(std::log(static_cast<double>(n)));
-    entropy[i] = std::clamp(h / log_n, 0.0f, 1.0f);
+    if (with_entropy) entropy[i] = kvpress_chunk_entropy(xs + b, n, n == g.chunk_length ? log_c : log_of_length(n));
   }
 }
 
@@ -172,44 +169,60 @@ std::uint32_t descending_key(float v) {
 }  // namespace
 
 void chunk_order(const float* S, Index n, Index* order, Workspace& ws) {
-  if (ws.keys.size() < static_cast<std::size_t>(n)) {
-    ws.keys.resize(static_cast<std::size_t>(n));
-    ws.keys_tmp.resize(static_cast<std::size_t>(n));
-    ws.order_tmp.resize(static_cast<std::size_t>(n));
+  // Items are (key << 32 | index): one write stream per bucket in each scatter, and 32-bit counters keep
+  // the three histograms (24 KiB) in L1.
+  if (n >= (Index{1} << 32)) throw std::length_error("chunk_order: more than 2^32 chunks");
+  if (ws.items.size() < static_cast<std::size_t>(n)) {
+    ws.items.resize(static_cast<std::size_t>(n));
+    ws.items_tmp.resize(static_cast<std::size_t>(n));
   }
-  std::uint32_t *k0 = ws.keys.data(), *k1 = ws.keys_tmp.data();
-  Index *o0 = order, *o1 = ws.order_tmp.data();
+  std::uint64_t *a = ws.items.data(), *b = ws.items_tmp.data();
   constexpr int kBits = 11, kPasses = 3;  // 33 >= 32 key bits
   constexpr std::uint32_t kBuckets = 1u << kBits, kMask = kBuckets - 1;
-  Index hist[kPasses][kBuckets] = {};
+  std::uint32_t hist[kPasses][kBuckets] = {};
   for (Index i = 0; i < n; ++i) {
     const std::uint32_t k = descending_key(S[i]);
-    k0[i] = k;
-    o0[i] = i;
+    a[i] = (static_cast<std::uint64_t>(k) << 32) | static_cast<std::uint64_t>(i);
     for (int p = 0; p < kPasses; ++p) ++hist[p][(k >> (p * kBits)) & kMask];
   }
   for (int p = 0; p < kPasses; ++p) {
-    Index sum = 0;
-    for (std::uint32_t b = 0; b < kBuckets; ++b) {
-      const Index c = hist[p][b];
-      hist[p][b] = sum;
+    std::uint32_t sum = 0;
+    for (std::uint32_t d = 0; d < kBuckets; ++d) {
+      const std::uint32_t c = hist[p][d];
+      hist[p][d] = sum;
       sum += c;
     }
     // Stable scatter: equal keys keep their relative (index-ascending) order.
-    for (Index i = 0; i < n; ++i) {
-      const Index dst = hist[p][(k0[i] >> (p * kBits)) & kMask]++;
-      k1[dst] = k0[i];
-      o1[dst] = o0[i];
-    }
-    std::swap(k0, k1);
-    std::swap(o0, o1);
+    const int shift = 32 + p * kBits;
+    for (Index i = 0; i < n; ++i) b[hist[p][(a[i] >> shift) & kMask]++] = a[i];
+    std::swap(a, b);
   }
-  if (o0 != order) std::copy(o0, o0 + n, order);  // an odd pass count leaves the result in the scratch
+  for (Index i = 0; i < n; ++i) order[i] = static_cast<Index>(a[i] & 0xffffffffu);
 }
 
 void chunk_order(const double* S, Index n, Index* order, Workspace&) {
   std::iota(order, order + n, Index{0});
   std::sort(order, order + n, RankDesc<double>{S});
+}
+
+Positions collect_chunks(const ChunkGeometry& g, const unsigned char* state, const unsigned char* keep, Index count) {
+  Positions out(static_cast<std::size_t>(count) + 1);  // one slot of slack for the branch-free writes
+  Index* o = out.data();
+  Index c = 0;
+  for (Index i = 0; i < g.n_chunks; ++i) {
+    if (state[i] == kChunkNone) continue;
+    const Index b = g.begin(i), e = g.end(i);
+    if (state[i] == kChunkAll) {
+      for (Index t = b; t < e; ++t) o[c++] = t;
+    } else {
+      for (Index t = b; t < e; ++t) {
+        o[c] = t;
+        c += keep[t];
+      }
+    }
+  }
+  out.resize(static_cast<std::size_t>(c));
+  return out;
 }
 
 Positions collect_kept(std::span<const unsigned char> keep, Index* scratch) {

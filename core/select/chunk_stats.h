@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <span>
+#include <type_traits>
 
 #include "core/select/chunk_select.h"
 
@@ -30,6 +31,21 @@ ChunkGeometry geometry(Index tokens, Index chunk_length);
 // p = y / (sum y + 1e-8f), h = -sum p logf(p + 1e-8f), clamp(h / log n_i, 0, 1), 0 when n_i = 1.
 void kvpress_chunk_statistics(std::span<const float> x, const ChunkGeometry& g, std::span<float> score,
                               std::span<float> entropy);
+// H~ of one chunk of n values, exactly as above (glibc logf, sequential sums); log_n = float(log(n)).
+float kvpress_chunk_entropy(const float* xs, Index n, float log_n);
+float log_of_length(Index n);
+
+// The same statistics with the chunks of a block in SIMD lanes (one chunk per lane, each lane summing its
+// chunk in index order, so S_i is bit-identical) and a fast H~ (reciprocal and lane_log) within
+// `fast_entropy_margin(C)` of the exact value (proofs/11_fast_entropy_margin.md). The last chunks that do
+// not fill a block, and the partial chunk, get exact values. Returns false, with nothing usable in
+// `entropy`, when some chunk's denominator overflowed: the caller then falls back to
+// kvpress_chunk_statistics. `lanes_buf` holds >= lanes_buffer_size(C) floats (0: the scalar path is used).
+bool kvpress_chunk_statistics_lanes(std::span<const float> x, const ChunkGeometry& g, std::span<float> score,
+                                    std::span<float> entropy, std::span<float> lanes_buf);
+std::size_t lanes_buffer_size(Index chunk_length);
+// |fast H~_i - exact H~_i| <= this for every complete chunk of length C.
+double fast_entropy_margin(Index chunk_length);
 
 // Exact flavour in double: the same formulas with the given eps, evaluated over each chunk's *sorted*
 // values so equal multisets give bit-identical statistics (ties exact in real arithmetic stay exact;
@@ -48,6 +64,9 @@ struct RankDesc {
   bool operator()(Index a, Index b) const { return value[a] > value[b] || (value[a] == value[b] && a < b); }
 };
 
+// mark_top_k_in_range for float chunks of n <= 16 values: every position's rank in SIMD lanes.
+void mark_top_k_small(const float* x, Index n, Index k, unsigned char* keep);
+
 // Marks in `keep` the k positions of [begin, end) that rank first by (x desc, index asc). A chunk-sized
 // range (<= 16) counts each position's rank directly (no partitioning overhead for C ~ 10).
 template <class V>
@@ -58,6 +77,12 @@ void mark_top_k_in_range(const V* x, Index begin, Index end, Index k, unsigned c
     return;
   }
   if (k <= 0) return;
+  if constexpr (std::is_same_v<V, float>) {
+    if (n <= 16) {
+      mark_top_k_small(x + begin, n, k, keep + begin);
+      return;
+    }
+  }
   if (n <= 16) {
     for (Index j = begin; j < end; ++j) {
       Index rank = 0;
@@ -84,6 +109,11 @@ V median_from_order(const V* S, const Index* order, Index n, MedianRule rule) {
   if (rule == MedianRule::Lower || n % 2 == 1) return lo;
   return (lo + S[order[n - 2 - lower]]) / V(2);
 }
+
+// What a selector keeps of each chunk: nothing, all of it, or the positions marked in the mark array.
+inline constexpr unsigned char kChunkNone = 0, kChunkAll = 1, kChunkSome = 2;
+// Sorted kept positions (`count` of them) from per-chunk states: O(n_chunks + count + marked-chunk sizes).
+Positions collect_chunks(const ChunkGeometry& g, const unsigned char* state, const unsigned char* keep, Index count);
 
 // Sorted positions t with keep[t] != 0. `scratch` holds >= keep.size() + 1 entries.
 Positions collect_kept(std::span<const unsigned char> keep, Index* scratch);
