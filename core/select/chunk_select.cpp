@@ -85,10 +85,17 @@ std::string budget_rule(const SelectorParams& p) {
 
 namespace {
 
+// One selection shared by all heads. (Selection{{p}} would copy p out of the initializer list.)
+Selection single(Positions&& kept) {
+  Selection s;
+  s.kept.push_back(std::move(kept));
+  return s;
+}
+
 Selection keep_all(Index tokens) {
   Positions all(static_cast<std::size_t>(tokens));
   std::iota(all.begin(), all.end(), Index{0});
-  return Selection{{std::move(all)}};
+  return single(std::move(all));
 }
 
 void check_shape(const HeadScores& s) {
@@ -159,10 +166,10 @@ Selection chunkkv_layer(const HeadScores& s, const SelectorParams& p, Workspace&
     const auto nc = static_cast<std::size_t>(g.n_chunks);
     detail::kvpress_chunk_statistics_lanes({ws.xf.data(), static_cast<std::size_t>(T)}, g, {ws.score_f.data(), nc}, {},
                                            ws.lanes);
-    return Selection{{keep_top_chunks(g, ws.score_f.data(), kvpress_float_budget(g.n_chunks, p.ratio.value), ws)}};
+    return single(keep_top_chunks(g, ws.score_f.data(), kvpress_float_budget(g.n_chunks, p.ratio.value), ws));
   }
   detail::exact_chunk_statistics({ws.xd.data(), static_cast<std::size_t>(T)}, g, p.eps, ws.score_d, {}, ws.chunk_buf);
-  return Selection{{keep_top_chunks(g, ws.score_d.data(), exact_budget(g.n_chunks, p.ratio), ws)}};
+  return single(keep_top_chunks(g, ws.score_d.data(), exact_budget(g.n_chunks, p.ratio), ws));
 }
 
 // EG-ChunkKV's gates, walk and top-up over precomputed statistics (V = float: kvpress, double: exact).
@@ -230,15 +237,15 @@ Selection eg_chunkkv_layer(const HeadScores& s, const SelectorParams& p, Workspa
     } else {  // a log argument left the proven range (overflowing scores): every H~ exactly, median below
       detail::kvpress_chunk_statistics(x, g, {ws.score_f.data(), nc}, entropy);
     }
-    return Selection{{eg_walk<float>(x.data(), ws.score_f.data(), entropy.data(), g, L, p, tau, ws.median_f, ws)}};
+    return single(eg_walk<float>(x.data(), ws.score_f.data(), entropy.data(), g, L, p, tau, ws.median_f, ws));
   }
   std::span<double> x = head_sum_checked(s, ws.xd);
   const Index L = exact_budget(T, p.ratio);
   if (L >= T) return keep_all(T);
   detail::clamp_nonnegative(x);
   detail::exact_chunk_statistics(x, g, p.eps, {ws.score_d.data(), nc}, {ws.entropy_d.data(), nc}, ws.chunk_buf);
-  return Selection{{eg_walk<double>(x.data(), ws.score_d.data(), ws.entropy_d.data(), g, L, p, std::nullopt,
-                                    ws.median_d, ws)}};
+  return single(eg_walk<double>(x.data(), ws.score_d.data(), ws.entropy_d.data(), g, L, p, std::nullopt,
+                                    ws.median_d, ws));
 }
 
 }  // namespace

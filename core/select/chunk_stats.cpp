@@ -206,14 +206,23 @@ void chunk_order(const double* S, Index n, Index* order, Workspace&) {
 }
 
 Positions collect_chunks(const ChunkGeometry& g, const unsigned char* state, const unsigned char* keep, Index count) {
-  Positions out(static_cast<std::size_t>(count) + 1);  // one slot of slack for the branch-free writes
+  // Slack of 16 slots: a whole chunk of C <= 16 is written as one fixed-length run of 16 (vectorized), and
+  // a chunk kept in part by branch-free writes; the slots past the kept ones are overwritten or cut.
+  constexpr Index kRun = 16;
+  Positions out(static_cast<std::size_t>(count + kRun));
   Index* o = out.data();
   Index c = 0;
+  const bool short_chunks = g.chunk_length <= kRun;
   for (Index i = 0; i < g.n_chunks; ++i) {
     if (state[i] == kChunkNone) continue;
     const Index b = g.begin(i), e = g.end(i);
     if (state[i] == kChunkAll) {
-      for (Index t = b; t < e; ++t) o[c++] = t;
+      if (short_chunks) {
+        for (Index q = 0; q < kRun; ++q) o[c + q] = b + q;
+        c += e - b;
+      } else {
+        for (Index t = b; t < e; ++t) o[c++] = t;
+      }
     } else {
       for (Index t = b; t < e; ++t) {
         o[c] = t;
