@@ -6,36 +6,18 @@
 #include <cmath>
 #include <limits>
 #include <stdexcept>
+#include <string>
 
 #include "oracle/partition_arith.h"
 #include "oracle/partition_incumbent.h"
+#include "oracle/partition_interval_table.h"
+#include "oracle/partition_mitm.h"
+#include "oracle/partition_polish.h"
 
 namespace kvaudit::oracle {
 
 namespace {
 constexpr double kNone = std::numeric_limits<double>::quiet_NaN();
-
-// h of every interval (a, b], a < b, stored by row.
-class IntervalTable {
- public:
-  explicit IntervalTable(const ExactPrefix& prefix) : n_(prefix.size()) {
-    start_.resize(static_cast<std::size_t>(n_ + 1));
-    std::size_t at = 0;
-    for (Index a = 0; a <= n_; ++a) {
-      start_[a] = at;
-      at += static_cast<std::size_t>(n_ - a);
-    }
-    h_.resize(at);
-    for (Index a = 0; a < n_; ++a)
-      for (Index b = a + 1; b <= n_; ++b) h_[start_[a] + (b - a - 1)] = prefix.h(a, b);
-  }
-  double operator()(Index a, Index b) const { return h_[start_[a] + static_cast<std::size_t>(b - a - 1)]; }
-
- private:
-  Index n_;
-  std::vector<std::size_t> start_;
-  std::vector<double> h_;
-};
 
 // up/lo[i][k]: largest/smallest sum of h over k groups covering (i, n]; NaN where impossible.
 struct SuffixDp {
@@ -85,6 +67,9 @@ struct Search {
   bool stopped = false;
   std::vector<Index> path{0};
 
+  bool timed_out() const {
+    return std::chrono::duration<double>(Clock::now() - start).count() > limits.max_seconds;
+  }
   bool over_limit() {
     if (stopped) return true;
     if (nodes >= limits.max_nodes) stopped = true;
@@ -100,6 +85,18 @@ struct Search {
     return inc.has() && up + e < inc.lower();
   }
   bool surely_feasible(double up, Index terms) const { return up + entropy_error_bound(up, terms) <= R; }
+
+  // Offers a complete partition; a new incumbent is polished toward R (partition_polish.h) the first time
+  // and then whenever the node count has doubled since the last polish, so the bound that prunes rises
+  // fast while polishing costs a vanishing share of the search.
+  void offer(const std::vector<Index>& bounds, double value) {
+    if (!inc.offer(bounds, value)) return;
+    if (nodes < next_polish) return;
+    polish_incumbent(h, inc, R, kPolishRounds);
+    next_polish = 2 * std::max<std::int64_t>(nodes, 512);
+  }
+  static constexpr int kPolishRounds = 64;
+  std::int64_t next_polish = 0;
 };
 
 struct Child {
@@ -112,7 +109,7 @@ void dfs_fixed(Search& s, const SuffixDp& dp, Index i, Index k, double acc) {
   if (s.over_limit()) return;
   const Index depth = static_cast<Index>(s.path.size()) - 1;
   if (k == 0) {
-    s.inc.offer(s.path, acc);
+    s.offer(s.path, acc);
     return;
   }
   const double up = acc + dp.up[dp.at(i, k)], lo = acc + dp.lo[dp.at(i, k)];
@@ -121,7 +118,7 @@ void dfs_fixed(Search& s, const SuffixDp& dp, Index i, Index k, double acc) {
     // The whole subtree is feasible: its best is the max-entropy completion.
     std::vector<Index> full = s.path;
     for (Index a = i, kk = k; kk > 0; a = dp.up_next[dp.at(a, kk)], --kk) full.push_back(dp.up_next[dp.at(a, kk)]);
-    s.inc.offer(full, up);
+    s.offer(full, up);
   }
   std::vector<Child> kids;
   for (Index j = i + 1; j <= s.n - (k - 1); ++j) {
@@ -146,7 +143,7 @@ void dfs_free(Search& s, const std::vector<double>& single_suffix, Index i, doub
   if (s.over_limit()) return;
   const Index depth = static_cast<Index>(s.path.size()) - 1;
   if (i == s.n) {
-    s.inc.offer(s.path, acc);
+    s.offer(s.path, acc);
     return;
   }
   const Index terms = depth + (s.n - i);
@@ -155,7 +152,7 @@ void dfs_free(Search& s, const std::vector<double>& single_suffix, Index i, doub
   if (s.surely_feasible(up, terms)) {
     std::vector<Index> full = s.path;
     for (Index j = i + 1; j <= s.n; ++j) full.push_back(j);
-    s.inc.offer(full, up);
+    s.offer(full, up);
   }
   std::vector<Child> kids;
   for (Index j = i + 1; j <= s.n; ++j) {
@@ -199,19 +196,39 @@ PartitionAnswer solve_exact(const PartitionProblem& problem, const ExactLimits& 
   Incumbent inc(prefix, R);
   Search s{h, inc, R, n, limits};
   double global_up = kNone;
+  std::string strategy = "branch-and-bound";
   if (problem.groups) {
     const Index m = *problem.groups;
     SuffixDp dp(h, n, m);
     global_up = dp.up[dp.at(0, m)] + entropy_error_bound(dp.up[dp.at(0, m)], m);
+    // Branch and bound first, on half the node budget: it is instant when R lies above the largest or below
+    // the smallest entropy and often closes the rest. If it stops with R inside the achievable range, its
+    // polished incumbent seeds a meet-in-the-middle search on the remaining budget (partition_mitm.h).
+    const bool interior = dp.lo[dp.at(0, m)] < R && R < global_up;
+    if (m >= 2 && interior) {
+      s.limits.max_nodes = std::min<std::int64_t>(limits.max_nodes / 2, limits.branch_first_nodes);
+      s.limits.max_seconds = limits.max_seconds / 2;
+    }
     dfs_fixed(s, dp, 0, m, 0.0);
+    if (s.stopped && m >= 2 && interior) {
+      polish_incumbent(h, inc, R, 16 * Search::kPolishRounds);
+      const MitmStats ms = solve_mitm(h, SuffixBounds{dp.up.data(), dp.lo.data(), m + 1}, inc, n, m, R,
+                                      limits.max_nodes - s.nodes, s.start + std::chrono::duration_cast<Clock::duration>(
+                                                                               std::chrono::duration<double>(limits.max_seconds)));
+      s.nodes += ms.work;
+      s.stopped = !ms.complete;
+      strategy = "branch-and-bound, then meet-in-the-middle";
+    }
   } else {
     std::vector<double> single_suffix(static_cast<std::size_t>(n + 1), 0.0);
     for (Index i = n - 1; i >= 0; --i) single_suffix[i] = single_suffix[i + 1] + h(i, i + 1);
     global_up = single_suffix[0] + entropy_error_bound(single_suffix[0], n);
     dfs_free(s, single_suffix, 0, 0.0);
   }
+  if (s.stopped) polish_incumbent(h, inc, R, 16 * Search::kPolishRounds);  // the best bracket we can report
   PartitionAnswer out;
   out.solver = "exact";
+  out.strategy = strategy;
   inc.fill(out);
   out.nodes = s.nodes;
   out.extended_decisions = inc.extended;

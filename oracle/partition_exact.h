@@ -6,6 +6,10 @@
 // entropy exceeds R or its largest cannot beat the incumbent, and a subtree whose largest entropy is below R
 // is answered by the max-entropy DP path directly. Every prune is taken only with a margin of the derived
 // double rounding bound (partition_arith.h); leaf decisions inside the margin are re-decided in 332 bits.
+// New incumbents are polished toward R (partition_polish.h). With m fixed and R strictly inside the
+// achievable range the bounds prune little (the optimum sits where partition entropies are densest), so
+// after `branch_first_nodes` the search continues as a complete meet-in-the-middle enumeration
+// (partition_mitm.h) seeded with the polished incumbent.
 #pragma once
 
 #include <cstdint>
@@ -17,6 +21,9 @@ namespace kvaudit::oracle {
 struct ExactLimits {
   std::int64_t max_nodes = 200'000'000;
   double max_seconds = 10.0;
+  // Fixed m with R strictly inside the achievable entropies: nodes the branch and bound gets (at most half
+  // of max_nodes, half the time) before meet in the middle takes over (partition_mitm.h).
+  std::int64_t branch_first_nodes = 1'000'000;
 };
 
 // The max- and min-entropy m-aggregations (unconstrained by R), in double; ties toward lower cuts.

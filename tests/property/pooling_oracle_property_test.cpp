@@ -35,6 +35,33 @@ RC_GTEST_PROP(PoolingOracle, ExactEqualsEnumerationFixedM, ()) {
   }
 }
 
+// The meet-in-the-middle path (partition_mitm.h) on its own: no branch-and-bound nodes first, so every
+// interior-budget case is enumerated from the middle cut; same value, feasibility and canonical cuts.
+RC_GTEST_PROP(PoolingOracle, MeetInTheMiddleEqualsEnumeration, ()) {
+  auto c = *genCase(18, /*free_form=*/false);
+  const Index n = static_cast<Index>(c.p.size());
+  if (n >= 3) c.m = *rc::gen::inRange<Index>(2, n);  // 2 <= m < n: there is something to enumerate
+  // Budgets strictly inside the achievable range (where the path runs): the generator's when it is (often
+  // the entropy of a random partition: a tie at R), else a random point between the extremes.
+  const auto ext = entropy_extremes(c.p, c.m);
+  if (!(ext.min_bits < c.R && c.R < ext.max_bits))
+    c.R = ext.min_bits + (ext.max_bits - ext.min_bits) * *rc::gen::inRange(1, 1000) / 1000.0;
+  RC_TAG(c.kind);
+  const PartitionProblem prob{c.p, c.R, c.m};
+  ExactLimits limits;
+  limits.branch_first_nodes = 0;
+  const PartitionAnswer en = enumerate_partitions(prob);
+  const PartitionAnswer ex = solve_exact(prob, limits);
+  RC_TAG(ex.strategy);
+  RC_ASSERT(en.certified);
+  RC_ASSERT(ex.certified);
+  RC_ASSERT(en.feasible == ex.feasible);
+  if (en.feasible) {
+    RC_ASSERT(en.entropy_bits == ex.entropy_bits);
+    RC_ASSERT(en.cuts == ex.cuts);
+  }
+}
+
 RC_GTEST_PROP(PoolingOracle, ExactEqualsEnumerationFreeForm, ()) {
   const auto c = *genCase(14, /*free_form=*/true);
   RC_TAG(c.kind);
