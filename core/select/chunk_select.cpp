@@ -42,7 +42,6 @@ void Workspace::reserve(Index tokens, Index chunk_length, Flavour flavour) {
     grow(chunk_buf, C);
   }
   grow(keep, T);
-  grow(chunk_state, n_chunks);
   grow(order, std::max(T, n_chunks));
   grow(idx, std::max(C, T) + 1);
 }
@@ -143,14 +142,14 @@ template <class V>
 Positions keep_top_chunks(const detail::ChunkGeometry& g, const V* S, Index m, Workspace& ws) {
   Index* order = ws.order.data();
   detail::chunk_order(S, g.n_chunks, order, ws);
-  unsigned char* state = ws.chunk_state.data();
-  std::fill(state, state + g.n_chunks, detail::kChunkNone);
+  detail::ChunkBitmap& kept = ws.visited;
+  kept.reset(g.n_chunks);
   Index count = 0;
   for (Index c = 0; c < std::min(m, g.n_chunks); ++c) {
-    state[order[c]] = detail::kChunkAll;
+    kept.set(order[c]);
     count += g.size(order[c]);
   }
-  return detail::collect_chunks(g, state, ws.keep.data(), count);
+  return detail::collect_whole(g, kept, count);
 }
 
 Selection chunkkv_layer(const HeadScores& s, const SelectorParams& p, Workspace& ws) {
@@ -186,29 +185,21 @@ Positions eg_walk(const V* x, const V* S, const V* Hn, const ChunkGeometry& g, I
                 : p.entropy_threshold ? static_cast<V>(*p.entropy_threshold)
                                       : detail::median<V>({Hn, static_cast<std::size_t>(nc)}, p.median, median_buf);
 
-  // Whole chunks are only flagged; the mark array is written for the chunks kept in part.
+  // The mark array is written only for visited chunks (every visited chunk keeps something); a bitmap of
+  // them lets the output skip the rest.
   unsigned char* keep = ws.keep.data();
-  unsigned char* state = ws.chunk_state.data();
-  std::fill(state, state + nc, detail::kChunkNone);
+  detail::ChunkBitmap& visited = ws.visited;
+  visited.reset(nc);
   Index b = L;
   for (Index pos = 0; pos < nc && b > 0; ++pos) {
     const Index i = order[pos];
     Index n_kept = std::min(g.size(i), b);
     if (S[i] >= s_med && Hn[i] < tau) n_kept = std::min(n_kept, r);  // important and spiky: rescue only
-    if (n_kept == g.size(i)) {
-      state[i] = detail::kChunkAll;
-    } else {
-      std::fill(keep + g.begin(i), keep + g.end(i), 0);
-      detail::mark_top_k_in_range(x, g.begin(i), g.end(i), n_kept, keep, ws.idx.data());
-      state[i] = detail::kChunkSome;
-    }
+    detail::mark_top_k_in_range(x, g.begin(i), g.end(i), n_kept, keep, ws.idx.data());
+    visited.set(i);
     b -= n_kept;
   }
-  if (b > 0) {  // top-up: the b best positions not kept yet (the walk visited every chunk)
-    for (Index i = 0; i < nc; ++i) {
-      if (state[i] != detail::kChunkSome) std::fill(keep + g.begin(i), keep + g.end(i), state[i] == detail::kChunkAll);
-      state[i] = detail::kChunkSome;
-    }
+  if (b > 0) {  // top-up: the b best positions not kept yet (the walk visited, and marked, every chunk)
     Index* left = ws.order.data();
     Index n_left = 0;
     for (Index t = 0; t < T; ++t)
@@ -218,7 +209,7 @@ Positions eg_walk(const V* x, const V* S, const V* Hn, const ChunkGeometry& g, I
     for (Index k = 0; k < add; ++k) keep[left[k]] = 1;
     b -= add;
   }
-  return detail::collect_chunks(g, state, keep, L - b);
+  return detail::collect_marked(g, visited, keep, L - b);
 }
 
 Selection eg_chunkkv_layer(const HeadScores& s, const SelectorParams& p, Workspace& ws) {

@@ -24,6 +24,7 @@
 // per chunk (a Workspace holds every buffer, sized once per thread).
 #pragma once
 
+#include <bit>
 #include <cstdint>
 #include <span>
 #include <string>
@@ -32,6 +33,24 @@
 #include "core/types.h"
 
 namespace kvaudit::select {
+
+namespace detail {
+// One bit per chunk, set in any order and read back in increasing order.
+class ChunkBitmap {
+ public:
+  void reset(Index n) { words_.assign(static_cast<std::size_t>((n + 63) / 64), 0); }
+  void set(Index i) { words_[static_cast<std::size_t>(i >> 6)] |= std::uint64_t{1} << (i & 63); }
+  template <class F>
+  void for_each(const F& f) const {  // f(i) for every set bit, increasing
+    for (std::size_t w = 0; w < words_.size(); ++w)
+      for (std::uint64_t bits = words_[w]; bits != 0; bits &= bits - 1)
+        f(static_cast<Index>(w * 64 + static_cast<std::size_t>(std::countr_zero(bits))));
+  }
+
+ private:
+  std::vector<std::uint64_t> words_;
+};
+}  // namespace detail
 
 // Reusable buffers for one thread. Grows to the largest T seen and then never allocates again (the
 // returned Positions are the only per-call allocations). select_layers/select_batch keep one per OS thread
@@ -51,7 +70,7 @@ class Workspace {
   std::vector<std::uint64_t> items, items_tmp;         // radix-sort (key, chunk) items, n_chunks
   std::vector<float> lanes;                            // chunks in SIMD lanes, C * 8 (kvpress flavour)
   std::vector<Index> band;                             // chunks near the entropy median, n_chunks
-  std::vector<unsigned char> chunk_state;              // kept none / all / some per chunk, n_chunks
+  detail::ChunkBitmap visited;                         // chunks that keep something, n_chunks bits
 };
 
 // Throws InputError naming the CLI flag when the parameters are invalid for the flavour (the same rules as

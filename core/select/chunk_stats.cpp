@@ -205,31 +205,25 @@ void chunk_order(const double* S, Index n, Index* order, Workspace&) {
   std::sort(order, order + n, RankDesc<double>{S});
 }
 
-Positions collect_chunks(const ChunkGeometry& g, const unsigned char* state, const unsigned char* keep, Index count) {
-  // Slack of 16 slots: a whole chunk of C <= 16 is written as one fixed-length run of 16 (vectorized), and
-  // a chunk kept in part by branch-free writes; the slots past the kept ones are overwritten or cut.
-  constexpr Index kRun = 16;
-  Positions out(static_cast<std::size_t>(count + kRun));
+Positions collect_whole(const ChunkGeometry& g, const ChunkBitmap& chunks, Index count) {
+  Positions out(static_cast<std::size_t>(count));
+  Index* o = out.data();
+  chunks.for_each([&](Index i) {
+    for (Index t = g.begin(i); t < g.end(i); ++t) *o++ = t;
+  });
+  return out;
+}
+
+Positions collect_marked(const ChunkGeometry& g, const ChunkBitmap& chunks, const unsigned char* keep, Index count) {
+  Positions out(static_cast<std::size_t>(count) + 1);  // one slot of slack for the branch-free writes
   Index* o = out.data();
   Index c = 0;
-  const bool short_chunks = g.chunk_length <= kRun;
-  for (Index i = 0; i < g.n_chunks; ++i) {
-    if (state[i] == kChunkNone) continue;
-    const Index b = g.begin(i), e = g.end(i);
-    if (state[i] == kChunkAll) {
-      if (short_chunks) {
-        for (Index q = 0; q < kRun; ++q) o[c + q] = b + q;
-        c += e - b;
-      } else {
-        for (Index t = b; t < e; ++t) o[c++] = t;
-      }
-    } else {
-      for (Index t = b; t < e; ++t) {
-        o[c] = t;
-        c += keep[t];
-      }
+  chunks.for_each([&](Index i) {
+    for (Index t = g.begin(i); t < g.end(i); ++t) {
+      o[c] = t;
+      c += keep[t];
     }
-  }
+  });
   out.resize(static_cast<std::size_t>(c));
   return out;
 }

@@ -64,19 +64,18 @@ struct RankDesc {
   bool operator()(Index a, Index b) const { return value[a] > value[b] || (value[a] == value[b] && a < b); }
 };
 
-// mark_top_k_in_range for float chunks of n <= 16 values: every position's rank in SIMD lanes.
+// mark_top_k_in_range for float chunks of n <= 16 values, 0 < k < n: every position's rank in SIMD lanes.
 void mark_top_k_small(const float* x, Index n, Index k, unsigned char* keep);
 
-// Marks in `keep` the k positions of [begin, end) that rank first by (x desc, index asc). A chunk-sized
-// range (<= 16) counts each position's rank directly (no partitioning overhead for C ~ 10).
+// Sets keep[begin, end) to 1 for the k positions that rank first by (x desc, index asc) and 0 for the rest.
+// A chunk-sized range (<= 16) counts each position's rank directly (no partitioning overhead for C ~ 10).
 template <class V>
 void mark_top_k_in_range(const V* x, Index begin, Index end, Index k, unsigned char* keep, Index* idx_buf) {
   const Index n = end - begin;
-  if (k >= n) {
-    std::fill(keep + begin, keep + end, 1);
+  if (k >= n || k <= 0) {
+    std::fill(keep + begin, keep + end, static_cast<unsigned char>(k > 0));
     return;
   }
-  if (k <= 0) return;
   if constexpr (std::is_same_v<V, float>) {
     if (n <= 16) {
       mark_top_k_small(x + begin, n, k, keep + begin);
@@ -87,10 +86,11 @@ void mark_top_k_in_range(const V* x, Index begin, Index end, Index k, unsigned c
     for (Index j = begin; j < end; ++j) {
       Index rank = 0;
       for (Index i = begin; i < end; ++i) rank += (x[i] > x[j]) | ((x[i] == x[j]) & (i < j));
-      keep[j] = static_cast<unsigned char>(keep[j] | (rank < k));
+      keep[j] = static_cast<unsigned char>(rank < k);
     }
     return;
   }
+  std::fill(keep + begin, keep + end, 0);
   for (Index t = 0; t < n; ++t) idx_buf[t] = begin + t;
   std::nth_element(idx_buf, idx_buf + k, idx_buf + n, RankDesc<V>{x});
   for (Index t = 0; t < k; ++t) keep[idx_buf[t]] = 1;
@@ -110,10 +110,10 @@ V median_from_order(const V* S, const Index* order, Index n, MedianRule rule) {
   return (lo + S[order[n - 2 - lower]]) / V(2);
 }
 
-// What a selector keeps of each chunk: nothing, all of it, or the positions marked in the mark array.
-inline constexpr unsigned char kChunkNone = 0, kChunkAll = 1, kChunkSome = 2;
-// Sorted kept positions (`count` of them) from per-chunk states: O(n_chunks + count + marked-chunk sizes).
-Positions collect_chunks(const ChunkGeometry& g, const unsigned char* state, const unsigned char* keep, Index count);
+// Sorted kept positions (`count` of them) of the chunks set in the bitmap: whole chunks (collect_whole), or
+// the positions marked in `keep` within them (collect_marked). O(n_chunks / 64 + their tokens).
+Positions collect_whole(const ChunkGeometry& g, const ChunkBitmap& chunks, Index count);
+Positions collect_marked(const ChunkGeometry& g, const ChunkBitmap& chunks, const unsigned char* keep, Index count);
 
 // Sorted positions t with keep[t] != 0. `scratch` holds >= keep.size() + 1 entries.
 Positions collect_kept(std::span<const unsigned char> keep, Index* scratch);

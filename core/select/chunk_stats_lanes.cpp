@@ -92,7 +92,7 @@ KVAUDIT_LANE_CLONES void mark_top_k_small(const float* x, Index n, Index k, unsi
   }
   for (Index j = 0; j < n; ++j) {
     const int rank = j < kLanes ? rank_lo[j] : rank_hi[j - kLanes];
-    keep[j] = static_cast<unsigned char>(keep[j] | (rank < k));
+    keep[j] = static_cast<unsigned char>(rank < k);
   }
 }
 
