@@ -71,27 +71,29 @@ void sort_small(double* v, Index n) {
   }
 }
 
-}  // namespace
-
-float kvpress_chunk_entropy(const float* xs, Index n, float log_n) {
-  if (n == 1) return 0.0f;
-  const float eps = 1e-8f;
-  float mn = xs[0];
+// H~ of one chunk: y = x - min(0, min x), p = y / (sum y + eps), h = -sum p log(p + eps), clamp(h / log_n,
+// 0, 1), 0 for one value; sums in index order, in V. x - 0 == x (up to the sign of a zero), so one loop
+// serves both the shifted and the unshifted chunk and total + eps is the float kvpress gets from its sum.
+template <class V>
+V chunk_entropy(const V* xs, Index n, V eps, V log_n) {
+  if (n == 1) return V(0);
+  V mn = xs[0];
   for (Index j = 0; j < n; ++j) mn = std::min(mn, xs[j]);
-  // x - 0 == x (up to the sign of a zero), so one loop serves both the shifted and the unshifted chunk and
-  // total + eps is the same float kvpress gets from its sum.
-  const float shift = std::min(mn, 0.0f);
-  float total = 0.0f;
+  const V shift = std::min(mn, V(0));
+  V total = 0;
   for (Index j = 0; j < n; ++j) total += xs[j] - shift;
-  const float denom = total + eps;
-  float h = 0.0f;
+  const V denom = total + eps;
+  V h = 0;
   for (Index j = 0; j < n; ++j) {
-    const float p = (xs[j] - shift) / denom;
+    const V p = (xs[j] - shift) / denom;
     h += p * std::log(p + eps);
   }
   h = -h;
-  return std::clamp(h / log_n, 0.0f, 1.0f);
+  return std::clamp(h / log_n, V(0), V(1));
 }
+}  // namespace
+
+float kvpress_chunk_entropy(const float* xs, Index n, float log_n) { return chunk_entropy(xs, n, 1e-8f, log_n); }
 
 float log_of_length(Index n) { return static_cast<float>(std::log(static_cast<double>(n))); }
 
@@ -122,21 +124,7 @@ void exact_chunk_statistics(std::span<const double> x, const ChunkGeometry& g, d
     double sum = 0.0;
     for (Index k = 0; k < n; ++k) sum += v[k];
     score[i] = sum / static_cast<double>(n);
-    if (!with_entropy) continue;
-    if (n == 1) {
-      entropy[i] = 0.0;
-      continue;
-    }
-    const double shift = v[0] < 0.0 ? v[0] : 0.0;  // v[0] is the chunk minimum after the sort
-    double total = 0.0;
-    for (Index k = 0; k < n; ++k) total += v[k] - shift;
-    const double denom = total + eps;
-    double h = 0.0;
-    for (Index k = 0; k < n; ++k) {
-      const double p = (v[k] - shift) / denom;
-      h -= p * std::log(p + eps);
-    }
-    entropy[i] = std::clamp(h / std::log(static_cast<double>(n)), 0.0, 1.0);
+    if (with_entropy) entropy[i] = chunk_entropy(v, n, eps, std::log(static_cast<double>(n)));
   }
 }
 
