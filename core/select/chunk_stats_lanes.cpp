@@ -78,22 +78,33 @@ KVAUDIT_LANE_CLONES bool block_statistics(const float* x, Index first, Index C, 
 }  // namespace
 
 KVAUDIT_LANE_CLONES void mark_top_k_small(const float* x, Index n, Index k, unsigned char* keep) {
-  // Lane j of (lo, hi) holds position j (padding: -inf, which outranks nothing; inputs are finite).
-  // rank_j = #{i : x_i > x_j or (x_i == x_j and i < j)}; position j is kept iff rank_j < k.
-  float v[2 * kLanes];
-  for (Index j = 0; j < 2 * kLanes; ++j) v[j] = j < n ? x[j] : -std::numeric_limits<float>::infinity();
-  const Lanes lo = load_lanes(v), hi = load_lanes(v + kLanes);
-  const Lanes idx_lo = {0, 1, 2, 3, 4, 5, 6, 7}, idx_hi = idx_lo + 8.0f;
+  // rank_j = #{i : x_i > x_j or (x_i == x_j and i < j)}; position j is kept iff rank_j < k. Two vectors of
+  // lanes hold the positions with their indices; lanes that hold no position are -inf, which outranks
+  // nothing (inputs are finite). For n >= 8 both come straight from x: `lo` = positions 0..7, `hi` = the
+  // last 8 positions n-8..n-1 with those already in `lo` masked out (no stack copy, whose scalar stores
+  // would stall the vector loads).
+  const float ninf = -std::numeric_limits<float>::infinity();
+  const Lanes lane = {0, 1, 2, 3, 4, 5, 6, 7}, none = Lanes{} + ninf;
+  Lanes lo, hi, idx_lo = lane, idx_hi;
+  if (n >= kLanes) {
+    lo = load_lanes(x);
+    idx_hi = lane + static_cast<float>(n - kLanes);
+    hi = select_lanes(idx_hi >= static_cast<float>(kLanes), load_lanes(x + n - kLanes), none);
+  } else {
+    float v[kLanes];
+    for (Index j = 0; j < kLanes; ++j) v[j] = j < n ? x[j] : ninf;
+    lo = load_lanes(v);
+    hi = none;
+    idx_hi = lane + static_cast<float>(kLanes);
+  }
   LaneMask rank_lo = {}, rank_hi = {};
   for (Index i = 0; i < n; ++i) {
     const float xi = x[i], fi = static_cast<float>(i);
     rank_lo -= (xi > lo) | ((xi == lo) & (fi < idx_lo));  // masks are -1 where true
     rank_hi -= (xi > hi) | ((xi == hi) & (fi < idx_hi));
   }
-  for (Index j = 0; j < n; ++j) {
-    const int rank = j < kLanes ? rank_lo[j] : rank_hi[j - kLanes];
-    keep[j] = static_cast<unsigned char>(rank < k);
-  }
+  for (Index j = 0; j < std::min<Index>(n, kLanes); ++j) keep[j] = static_cast<unsigned char>(rank_lo[j] < k);
+  for (Index j = kLanes; j < n; ++j) keep[j] = static_cast<unsigned char>(rank_hi[j - (n - kLanes)] < k);
 }
 
 std::size_t lanes_buffer_size(Index chunk_length) {
