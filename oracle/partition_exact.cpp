@@ -212,9 +212,13 @@ PartitionAnswer solve_exact(const PartitionProblem& problem, const ExactLimits& 
     dfs_fixed(s, dp, 0, m, 0.0);
     if (s.stopped && m >= 2 && interior) {
       polish_incumbent(h, inc, R, 16 * Search::kPolishRounds);
+      // No time limit (the audit's deterministic runs pass infinity): a deadline that never comes.
+      const Clock::time_point deadline =
+          limits.max_seconds < 1e6
+              ? s.start + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(limits.max_seconds))
+              : Clock::time_point::max();
       const MitmStats ms = solve_mitm(h, SuffixBounds{dp.up.data(), dp.lo.data(), m + 1}, inc, n, m, R,
-                                      limits.max_nodes - s.nodes, s.start + std::chrono::duration_cast<Clock::duration>(
-                                                                               std::chrono::duration<double>(limits.max_seconds)));
+                                      limits.max_nodes - s.nodes, deadline);
       s.nodes += ms.work;
       s.stopped = !ms.complete;
       strategy = "branch-and-bound, then meet-in-the-middle";
