@@ -206,7 +206,7 @@ PartitionAnswer solve_exact(const PartitionProblem& problem, const ExactLimits& 
     // polished incumbent seeds a meet-in-the-middle search on the remaining budget (partition_mitm.h).
     const bool interior = dp.lo[dp.at(0, m)] < R && R < global_up;
     if (m >= 2 && interior) {
-      s.limits.max_nodes = std::min<std::int64_t>(limits.max_nodes / 2, limits.branch_first_nodes);
+      s.limits.max_nodes = std::min(limits.max_nodes, limits.branch_first_nodes);
       s.limits.max_seconds = limits.max_seconds / 2;
     }
     dfs_fixed(s, dp, 0, m, 0.0);

@@ -21,8 +21,8 @@ namespace kvaudit::oracle {
 struct ExactLimits {
   std::int64_t max_nodes = 200'000'000;
   double max_seconds = 10.0;
-  // Fixed m with R strictly inside the achievable entropies: nodes the branch and bound gets (at most half
-  // of max_nodes, half the time) before meet in the middle takes over (partition_mitm.h).
+  // Fixed m with R strictly inside the achievable entropies: nodes the branch and bound gets (and at most
+  // half the time) before meet in the middle takes over with the rest (partition_mitm.h).
   std::int64_t branch_first_nodes = 1'000'000;
 };
 
