@@ -26,11 +26,11 @@ namespace {
 #define KVAUDIT_LANE_CLONES
 #endif
 
-constexpr Index kMaxLaneChunk = 256;  // longer chunks go through the scalar path (the lanes buffer is C * 16)
+constexpr Index kMaxLaneChunk = 256;  // longer chunks go through the scalar path (the lanes buffer is C * 8)
 constexpr float kEps = 1e-8f;
 
-// One block of kLanes complete chunks of length C starting at chunk `first`. Returns false when a log
-// argument left [kEps, 1] (only overflowing inputs do that).
+// One block of kLanes complete chunks of length C starting at chunk `first`. Returns false when a chunk's
+// denominator overflowed (then a log argument could leave the range lane_log was checked on).
 KVAUDIT_LANE_CLONES bool block_statistics(const float* x, Index first, Index C, float log_c, bool with_entropy,
                                           float* score, float* entropy, float* xv) {
   // xv[j * kLanes + c] = value j of chunk c, each row built in registers and stored whole (rows assembled
@@ -137,7 +137,7 @@ bool kvpress_chunk_statistics_lanes(std::span<const float> x, const ChunkGeometr
   for (Index first = 0; first < lane_chunks; first += kLanes)
     if (!block_statistics(xs, first, C, log_c, with_entropy, score.data(), entropy.data(), lanes_buf.data()))
       return false;
-  // The last < 16 complete chunks and the partial one: the scalar definition (exact H~).
+  // The last < kLanes complete chunks and the partial one: the scalar definition (exact H~).
   for (Index i = lane_chunks; i < g.n_chunks; ++i) {
     const Index b = g.begin(i), n = g.size(i);
     float sum = 0.0f;
