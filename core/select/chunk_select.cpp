@@ -84,17 +84,16 @@ std::string budget_rule(const SelectorParams& p) {
 
 namespace {
 
-// One selection shared by all heads. (Selection{{p}} would copy p out of the initializer list.)
-Selection single(Positions&& kept) {
-  Selection s;
-  s.kept.push_back(std::move(kept));
-  return s;
+// The one position list of a selection shared by all heads, reusing `out`'s storage when it has one.
+Positions& single(Selection& out) {
+  out.kept.resize(1);
+  return out.kept[0];
 }
 
-Selection keep_all(Index tokens) {
-  Positions all(static_cast<std::size_t>(tokens));
+void keep_all(Index tokens, Selection& out) {
+  Positions& all = single(out);
+  all.resize(static_cast<std::size_t>(tokens));
   std::iota(all.begin(), all.end(), Index{0});
-  return single(std::move(all));
 }
 
 void check_shape(const HeadScores& s) {
@@ -139,7 +138,7 @@ Selection chunkkv_fallback(const HeadScores& s, const SelectorParams& p, Workspa
 }
 
 template <class V>
-Positions keep_top_chunks(const detail::ChunkGeometry& g, const V* S, Index m, Workspace& ws) {
+void keep_top_chunks(const detail::ChunkGeometry& g, const V* S, Index m, Workspace& ws, Positions& out) {
   Index* order = ws.order.data();
   detail::chunk_order(S, g.n_chunks, order, ws);
   detail::ChunkBitmap& kept = ws.visited;
@@ -149,34 +148,37 @@ Positions keep_top_chunks(const detail::ChunkGeometry& g, const V* S, Index m, W
     kept.set(order[c]);
     count += g.size(order[c]);
   }
-  return detail::collect_whole(g, kept, count);
+  detail::collect_whole(g, kept, count, out);
 }
 
-Selection chunkkv_layer(const HeadScores& s, const SelectorParams& p, Workspace& ws) {
+void chunkkv_layer(const HeadScores& s, const SelectorParams& p, Workspace& ws, Selection& out) {
   const Index T = s.tokens;
   const bool kvpress = p.flavour == Flavour::Kvpress;
   // The head sum also rejects NaN/Inf on the keep-all and fallback paths, as the oracle does.
   if (kvpress) head_sum_checked(s, ws.xf);
   else head_sum_checked(s, ws.xd);
-  if (ratio_is_zero(p)) return keep_all(T);
+  if (ratio_is_zero(p)) return keep_all(T, out);
   const ChunkGeometry g = detail::geometry(T, p.chunk_length);
-  if (g.n_complete == 0) return chunkkv_fallback(s, p, ws);
+  if (g.n_complete == 0) {
+    out = chunkkv_fallback(s, p, ws);
+    return;
+  }
   if (kvpress) {
     const auto nc = static_cast<std::size_t>(g.n_chunks);
     detail::kvpress_chunk_statistics_lanes({ws.xf.data(), static_cast<std::size_t>(T)}, g, {ws.score_f.data(), nc}, {},
                                            ws.lanes);
-    return single(keep_top_chunks(g, ws.score_f.data(), kvpress_float_budget(g.n_chunks, p.ratio.value), ws));
+    return keep_top_chunks(g, ws.score_f.data(), kvpress_float_budget(g.n_chunks, p.ratio.value), ws, single(out));
   }
   detail::exact_chunk_statistics({ws.xd.data(), static_cast<std::size_t>(T)}, g, p.eps, ws.score_d, {}, ws.chunk_buf);
-  return single(keep_top_chunks(g, ws.score_d.data(), exact_budget(g.n_chunks, p.ratio), ws));
+  keep_top_chunks(g, ws.score_d.data(), exact_budget(g.n_chunks, p.ratio), ws, single(out));
 }
 
 // EG-ChunkKV's gates, walk and top-up over precomputed statistics (V = float: kvpress, double: exact).
 // tau: `tau_settled` when the gate was already settled from fast entropies (entropy_gate.h), else the fixed
 // threshold (exact flavour) or the median of H~.
 template <class V>
-Positions eg_walk(const V* x, const V* S, const V* Hn, const ChunkGeometry& g, Index L, const SelectorParams& p,
-                  std::optional<V> tau_settled, std::vector<V>& median_buf, Workspace& ws) {
+void eg_walk(const V* x, const V* S, const V* Hn, const ChunkGeometry& g, Index L, const SelectorParams& p,
+             std::optional<V> tau_settled, std::vector<V>& median_buf, Workspace& ws, Positions& out) {
   const Index T = g.tokens, nc = g.n_chunks, r = p.rescue_size;
   Index* order = ws.order.data();
   detail::chunk_order(S, nc, order, ws);
@@ -209,17 +211,17 @@ Positions eg_walk(const V* x, const V* S, const V* Hn, const ChunkGeometry& g, I
     for (Index k = 0; k < add; ++k) keep[left[k]] = 1;
     b -= add;
   }
-  return detail::collect_marked(g, visited, keep, L - b);
+  detail::collect_marked(g, visited, keep, L - b, out);
 }
 
-Selection eg_chunkkv_layer(const HeadScores& s, const SelectorParams& p, Workspace& ws) {
+void eg_chunkkv_layer(const HeadScores& s, const SelectorParams& p, Workspace& ws, Selection& out) {
   const Index T = s.tokens;
   const ChunkGeometry g = detail::geometry(T, p.chunk_length);
   const auto nc = static_cast<std::size_t>(g.n_chunks);
   if (p.flavour == Flavour::Kvpress) {
     std::span<float> x = head_sum_checked(s, ws.xf);
     const Index L = kvpress_float_budget(T, p.ratio.value);
-    if (ratio_is_zero(p) || L >= T) return keep_all(T);
+    if (ratio_is_zero(p) || L >= T) return keep_all(T, out);
     const std::span<float> entropy{ws.entropy_f.data(), nc};
     std::optional<float> tau;
     if (detail::kvpress_chunk_statistics_lanes(x, g, {ws.score_f.data(), nc}, entropy, ws.lanes)) {
@@ -228,23 +230,30 @@ Selection eg_chunkkv_layer(const HeadScores& s, const SelectorParams& p, Workspa
     } else {  // a log argument left the proven range (overflowing scores): every H~ exactly, median below
       detail::kvpress_chunk_statistics(x, g, {ws.score_f.data(), nc}, entropy);
     }
-    return single(eg_walk<float>(x.data(), ws.score_f.data(), entropy.data(), g, L, p, tau, ws.median_f, ws));
+    return eg_walk<float>(x.data(), ws.score_f.data(), entropy.data(), g, L, p, tau, ws.median_f, ws, single(out));
   }
   std::span<double> x = head_sum_checked(s, ws.xd);
   const Index L = exact_budget(T, p.ratio);
-  if (L >= T) return keep_all(T);
+  if (L >= T) return keep_all(T, out);
   detail::clamp_nonnegative(x);
   detail::exact_chunk_statistics(x, g, p.eps, {ws.score_d.data(), nc}, {ws.entropy_d.data(), nc}, ws.chunk_buf);
-  return single(eg_walk<double>(x.data(), ws.score_d.data(), ws.entropy_d.data(), g, L, p, std::nullopt,
-                                    ws.median_d, ws));
+  eg_walk<double>(x.data(), ws.score_d.data(), ws.entropy_d.data(), g, L, p, std::nullopt, ws.median_d, ws,
+                  single(out));
 }
 
 }  // namespace
 
-Selection select_layer(const HeadScores& scores, const SelectorParams& params, Workspace& ws) {
+void select_layer(const HeadScores& scores, const SelectorParams& params, Workspace& ws, Selection& out) {
   check_shape(scores);
   ws.reserve(scores.tokens, params.chunk_length, params.flavour);
-  return params.method == Method::ChunkKV ? chunkkv_layer(scores, params, ws) : eg_chunkkv_layer(scores, params, ws);
+  if (params.method == Method::ChunkKV) chunkkv_layer(scores, params, ws, out);
+  else eg_chunkkv_layer(scores, params, ws, out);
+}
+
+Selection select_layer(const HeadScores& scores, const SelectorParams& params, Workspace& ws) {
+  Selection out;
+  select_layer(scores, params, ws, out);
+  return out;
 }
 
 Selection select_layer(const HeadScores& scores, const SelectorParams& params) {
@@ -293,13 +302,18 @@ void parallel_jobs(Index n, Index total_values, const Job& job) {
 
 }  // namespace
 
-std::vector<Selection> select_layers(const ScoreTensor& scores, const SelectorParams& params) {
+void select_layers(const ScoreTensor& scores, const SelectorParams& params, std::vector<Selection>& out) {
   validate_params(params);
   check_tensor(scores);
-  std::vector<Selection> out(static_cast<std::size_t>(scores.layers));
+  out.resize(static_cast<std::size_t>(scores.layers));
   parallel_jobs(scores.layers, static_cast<Index>(scores.values.size()), [&](Index l, Workspace& ws) {
-    out[static_cast<std::size_t>(l)] = select_layer(layer_view(scores, l), params, ws);
+    select_layer(layer_view(scores, l), params, ws, out[static_cast<std::size_t>(l)]);
   });
+}
+
+std::vector<Selection> select_layers(const ScoreTensor& scores, const SelectorParams& params) {
+  std::vector<Selection> out;
+  select_layers(scores, params, out);
   return out;
 }
 

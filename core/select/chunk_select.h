@@ -86,10 +86,15 @@ std::string budget_rule(const SelectorParams& params);
 // One layer. Throws InputError if a head sum is not finite (NaN/Inf in the input, or float32 overflow).
 Selection select_layer(const HeadScores& scores, const SelectorParams& params, Workspace& ws);
 Selection select_layer(const HeadScores& scores, const SelectorParams& params);
+// The same, written into `out` and reusing its position storage (a caller selecting repeatedly then
+// neither allocates nor page-faults for the output).
+void select_layer(const HeadScores& scores, const SelectorParams& params, Workspace& ws, Selection& out);
 
 // Every layer of a (layers, heads, T) tensor holding one batch element; layers run in parallel (OpenMP),
 // one Workspace per thread. Result[l] is layer l's selection.
 std::vector<Selection> select_layers(const ScoreTensor& scores, const SelectorParams& params);
+// The same into `out` (resized to the layer count), reusing the storage of the selections already there.
+void select_layers(const ScoreTensor& scores, const SelectorParams& params, std::vector<Selection>& out);
 
 // Several batch elements (all the same shape). kvpress computes the selection from batch element 0 and
 // applies it to every element (BatchRule::FirstElement) -- except ChunkKV's fallback to the inner

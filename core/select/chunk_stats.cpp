@@ -193,17 +193,17 @@ void chunk_order(const double* S, Index n, Index* order, Workspace&) {
   std::sort(order, order + n, RankDesc<double>{S});
 }
 
-Positions collect_whole(const ChunkGeometry& g, const ChunkBitmap& chunks, Index count) {
-  Positions out(static_cast<std::size_t>(count));
+void collect_whole(const ChunkGeometry& g, const ChunkBitmap& chunks, Index count, Positions& out) {
+  out.resize(static_cast<std::size_t>(count));
   Index* o = out.data();
   chunks.for_each([&](Index i) {
     for (Index t = g.begin(i); t < g.end(i); ++t) *o++ = t;
   });
-  return out;
 }
 
-Positions collect_marked(const ChunkGeometry& g, const ChunkBitmap& chunks, const unsigned char* keep, Index count) {
-  Positions out(static_cast<std::size_t>(count) + 1);  // one slot of slack for the branch-free writes
+void collect_marked(const ChunkGeometry& g, const ChunkBitmap& chunks, const unsigned char* keep, Index count,
+                    Positions& out) {
+  out.resize(static_cast<std::size_t>(count) + 1);  // one slot of slack for the branch-free writes
   Index* o = out.data();
   Index c = 0;
   chunks.for_each([&](Index i) {
@@ -213,7 +213,6 @@ Positions collect_marked(const ChunkGeometry& g, const ChunkBitmap& chunks, cons
     }
   });
   out.resize(static_cast<std::size_t>(c));
-  return out;
 }
 
 Positions collect_kept(std::span<const unsigned char> keep, Index* scratch) {

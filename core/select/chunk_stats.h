@@ -110,10 +110,12 @@ V median_from_order(const V* S, const Index* order, Index n, MedianRule rule) {
   return (lo + S[order[n - 2 - lower]]) / V(2);
 }
 
-// Sorted kept positions (`count` of them) of the chunks set in the bitmap: whole chunks (collect_whole), or
-// the positions marked in `keep` within them (collect_marked). O(n_chunks / 64 + their tokens).
-Positions collect_whole(const ChunkGeometry& g, const ChunkBitmap& chunks, Index count);
-Positions collect_marked(const ChunkGeometry& g, const ChunkBitmap& chunks, const unsigned char* keep, Index count);
+// Writes to `out` (reusing its storage) the sorted kept positions, `count` of them, of the chunks set in the
+// bitmap: whole chunks (collect_whole), or the positions marked in `keep` within them (collect_marked).
+// O(n_chunks / 64 + their tokens).
+void collect_whole(const ChunkGeometry& g, const ChunkBitmap& chunks, Index count, Positions& out);
+void collect_marked(const ChunkGeometry& g, const ChunkBitmap& chunks, const unsigned char* keep, Index count,
+                    Positions& out);
 
 // Sorted positions t with keep[t] != 0. `scratch` holds >= keep.size() + 1 entries.
 Positions collect_kept(std::span<const unsigned char> keep, Index* scratch);

@@ -182,6 +182,14 @@ RC_GTEST_PROP(CoreSelectProperty, MultiLayerAndBatchEqualPerLayerCalls, ()) {
   for (Index l = 0; l < c.layers; ++l)
     RC_ASSERT(all[static_cast<std::size_t>(l)].kept == select::select_layer(c.layer(l), c.params).kept);
 
+  // Into reused storage: whatever an earlier selection left there (more layers, per-head lists, longer
+  // lists) must not leak into the result.
+  std::vector<Selection> reused(static_cast<std::size_t>(c.layers) + 2);
+  for (Selection& r : reused) r.kept.assign(3, Positions(static_cast<std::size_t>(c.tokens) + 5, Index{-7}));
+  select::select_layers(t, c.params, reused);
+  RC_ASSERT(reused.size() == all.size());
+  for (Index l = 0; l < c.layers; ++l) RC_ASSERT(reused[static_cast<std::size_t>(l)].kept == all[static_cast<std::size_t>(l)].kept);
+
   // A second batch element: the first with its layers reversed, so the two differ.
   ScoreTensor u = t;
   const auto n = static_cast<std::size_t>(c.heads * c.tokens);
