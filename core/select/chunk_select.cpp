@@ -191,7 +191,9 @@ void eg_walk(const V* x, const V* S, const V* Hn, const ChunkGeometry& g, Index 
   // them lets the output skip the rest.
   unsigned char* keep = ws.keep.data();
   detail::ChunkBitmap& visited = ws.visited;
+  detail::ChunkBitmap& whole = ws.whole;
   visited.reset(nc);
+  whole.reset(nc);
   Index b = L;
   for (Index pos = 0; pos < nc && b > 0; ++pos) {
     const Index i = order[pos];
@@ -199,6 +201,7 @@ void eg_walk(const V* x, const V* S, const V* Hn, const ChunkGeometry& g, Index 
     if (S[i] >= s_med && Hn[i] < tau) n_kept = std::min(n_kept, r);  // important and spiky: rescue only
     detail::mark_top_k_in_range(x, g.begin(i), g.end(i), n_kept, keep, ws.idx.data());
     visited.set(i);
+    if (n_kept == g.size(i)) whole.set(i);
     b -= n_kept;
   }
   if (b > 0) {  // top-up: the b best positions not kept yet (the walk visited, and marked, every chunk)
@@ -211,7 +214,7 @@ void eg_walk(const V* x, const V* S, const V* Hn, const ChunkGeometry& g, Index 
     for (Index k = 0; k < add; ++k) keep[left[k]] = 1;
     b -= add;
   }
-  detail::collect_marked(g, visited, keep, L - b, out);
+  detail::collect_marked(g, visited, whole, keep, L - b, out);
 }
 
 void eg_chunkkv_layer(const HeadScores& s, const SelectorParams& p, Workspace& ws, Selection& out) {

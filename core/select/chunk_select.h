@@ -40,6 +40,7 @@ class ChunkBitmap {
  public:
   void reset(Index n) { words_.assign(static_cast<std::size_t>((n + 63) / 64), 0); }
   void set(Index i) { words_[static_cast<std::size_t>(i >> 6)] |= std::uint64_t{1} << (i & 63); }
+  bool test(Index i) const { return (words_[static_cast<std::size_t>(i >> 6)] >> (i & 63)) & 1; }
   template <class F>
   void for_each(const F& f) const {  // f(i) for every set bit, increasing
     for (std::size_t w = 0; w < words_.size(); ++w)
@@ -70,7 +71,7 @@ class Workspace {
   std::vector<std::uint64_t> items, items_tmp;         // radix-sort (key, chunk) items, n_chunks
   std::vector<float> lanes;                            // chunks in SIMD lanes, C * 8 (kvpress flavour)
   std::vector<Index> band;                             // chunks near the entropy median, n_chunks
-  detail::ChunkBitmap visited;                         // chunks that keep something, n_chunks bits
+  detail::ChunkBitmap visited, whole;                  // chunks that keep something / everything
 };
 
 // Throws InputError naming the CLI flag when the parameters are invalid for the flavour (the same rules as

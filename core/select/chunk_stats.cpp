@@ -201,13 +201,23 @@ void collect_whole(const ChunkGeometry& g, const ChunkBitmap& chunks, Index coun
   });
 }
 
-void collect_marked(const ChunkGeometry& g, const ChunkBitmap& chunks, const unsigned char* keep, Index count,
-                    Positions& out) {
-  out.resize(static_cast<std::size_t>(count) + 1);  // one slot of slack for the branch-free writes
+void collect_marked(const ChunkGeometry& g, const ChunkBitmap& chunks, const ChunkBitmap& whole,
+                    const unsigned char* keep, Index count, Positions& out) {
+  // Slack of 16 slots: a whole chunk of C <= 16 is written as one fixed run of 16 (vectorized) and a chunk
+  // kept in part by branch-free writes; slots past the kept ones are overwritten or cut.
+  constexpr Index kRun = 16;
+  out.resize(static_cast<std::size_t>(count + kRun));
   Index* o = out.data();
   Index c = 0;
+  const bool short_chunks = g.chunk_length <= kRun;
   chunks.for_each([&](Index i) {
-    for (Index t = g.begin(i); t < g.end(i); ++t) {
+    const Index b = g.begin(i), e = g.end(i);
+    if (short_chunks && whole.test(i)) {
+      for (Index q = 0; q < kRun; ++q) o[c + q] = b + q;
+      c += e - b;
+      return;
+    }
+    for (Index t = b; t < e; ++t) {
       o[c] = t;
       c += keep[t];
     }

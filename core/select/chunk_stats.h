@@ -114,8 +114,9 @@ V median_from_order(const V* S, const Index* order, Index n, MedianRule rule) {
 // bitmap: whole chunks (collect_whole), or the positions marked in `keep` within them (collect_marked).
 // O(n_chunks / 64 + their tokens).
 void collect_whole(const ChunkGeometry& g, const ChunkBitmap& chunks, Index count, Positions& out);
-void collect_marked(const ChunkGeometry& g, const ChunkBitmap& chunks, const unsigned char* keep, Index count,
-                    Positions& out);
+// collect_marked writes the chunks also set in `whole` as runs, without reading their marks.
+void collect_marked(const ChunkGeometry& g, const ChunkBitmap& chunks, const ChunkBitmap& whole,
+                    const unsigned char* keep, Index count, Positions& out);
 
 // Sorted positions t with keep[t] != 0. `scratch` holds >= keep.size() + 1 entries.
 Positions collect_kept(std::span<const unsigned char> keep, Index* scratch);
