@@ -3,7 +3,6 @@
 #include "audit/paging_findings.h"
 
 #include <algorithm>
-#include <chrono>
 #include <cmath>
 #include <set>
 #include <stdexcept>

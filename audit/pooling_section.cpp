@@ -8,7 +8,6 @@
 // are chosen on its 64-bucket aggregation and K/V are pooled at token level with token weights p_i; every
 // window query is scored against the full prefix attention output.
 #include <algorithm>
-#include <chrono>
 #include <limits>
 #include <cmath>
 #include <map>
@@ -16,6 +15,7 @@
 #include <sstream>
 
 #include "audit/pooling_findings.h"
+#include "core/pooling/bucket_masses.h"
 #include "core/pooling/greedy_partition.h"
 #include "core/pooling/kv_pool.h"
 #include "oracle/partition_arith.h"
@@ -30,19 +30,9 @@ namespace {
 using nlohmann::json;
 using oracle::TailOutcome;
 using oracle::TailReading;
-using Clock = std::chrono::steady_clock;
 
 constexpr Index kBuckets = 64;
 constexpr double kEps = 1e-8;  // the seed's epsilon in K'_k = sum p_i K_i / (q_k + eps)
-
-std::vector<double> bucketize(std::span<const float> row, Index buckets) {
-  std::vector<double> p(static_cast<std::size_t>(buckets), 0.0);
-  const Index T = static_cast<Index>(row.size());
-  double s = 0.0;
-  for (Index i = 0; i < T; ++i) s += row[i];
-  for (Index i = 0; i < T; ++i) p[static_cast<std::size_t>(i * buckets / T)] += row[i] / s;
-  return p;
-}
 
 std::vector<double> budgets(Index m) {
   const double l = std::log2(static_cast<double>(m));
@@ -240,7 +230,7 @@ Section pooling_section(const AuditContext& ctx) {
         for (Index L : layers)
           for (Index h = 0; h < heads; ++h) {
             const std::span<const float> row(t->values.data() + (L * t->shape[1] + h) * T, static_cast<std::size_t>(T));
-            const std::vector<double> p = bucketize(row, kBuckets);
+            const std::vector<double> p = pooling::bucket_masses(row, kBuckets);
             // Merge identity on a greedy-like sequence: always merge the first pair (n - 1 steps).
             const auto mb = oracle::merge_bookkeeping(p, std::vector<oracle::MergeStep>(kBuckets - 1, {0}));
             max_resid_double = std::max(max_resid_double, mb.max_residual_double);

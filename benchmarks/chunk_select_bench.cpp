@@ -71,29 +71,16 @@ kvaudit::SelectorParams params_for(kvaudit::Method method, const char* ratio) {
   return p;
 }
 
-void run_selector(benchmark::State& state, kvaudit::Method method, const char* ratio) {
-  const kvaudit::Index T = state.range(0);
-  const kvaudit::ScoreTensor& s = scores_for(T);
-  const kvaudit::SelectorParams p = params_for(method, ratio);
-  std::size_t kept = 0;
-  for (auto _ : state) {
-    auto sel = kvaudit::select::select_layers(s, p);
-    kept = sel[0].kept[0].size();
-    benchmark::DoNotOptimize(sel.data());
-  }
-  state.counters["kept_per_layer"] = static_cast<double>(kept);
-  set_counters(state, T);
-}
-
-// The same selection into one reused output (select_layers(..., out)): what a caller selecting repeatedly
-// pays, without the allocation and page faults of 32 fresh position vectors per call.
-void run_selector_reusing(benchmark::State& state, kvaudit::Method method, const char* ratio) {
+// `reuse`: the selection goes into one output reused across calls (select_layers(..., out)), what a caller
+// selecting repeatedly pays without the allocation and page faults of 32 fresh position vectors per call.
+void run_selector(benchmark::State& state, kvaudit::Method method, const char* ratio, bool reuse = false) {
   const kvaudit::Index T = state.range(0);
   const kvaudit::ScoreTensor& s = scores_for(T);
   const kvaudit::SelectorParams p = params_for(method, ratio);
   std::vector<kvaudit::Selection> sel;
   for (auto _ : state) {
-    kvaudit::select::select_layers(s, p, sel);
+    if (reuse) kvaudit::select::select_layers(s, p, sel);
+    else sel = kvaudit::select::select_layers(s, p);
     benchmark::DoNotOptimize(sel.data());
   }
   state.counters["kept_per_layer"] = static_cast<double>(sel[0].kept[0].size());
@@ -101,8 +88,8 @@ void run_selector_reusing(benchmark::State& state, kvaudit::Method method, const
 }
 
 void BM_EgChunkKV_r09(benchmark::State& s) { run_selector(s, kvaudit::Method::EgChunkKV, "0.9"); }
-void BM_EgChunkKV_r09_reuse(benchmark::State& s) { run_selector_reusing(s, kvaudit::Method::EgChunkKV, "0.9"); }
-void BM_EgChunkKV_r05_reuse(benchmark::State& s) { run_selector_reusing(s, kvaudit::Method::EgChunkKV, "0.5"); }
+void BM_EgChunkKV_r09_reuse(benchmark::State& s) { run_selector(s, kvaudit::Method::EgChunkKV, "0.9", true); }
+void BM_EgChunkKV_r05_reuse(benchmark::State& s) { run_selector(s, kvaudit::Method::EgChunkKV, "0.5", true); }
 void BM_EgChunkKV_r05(benchmark::State& s) { run_selector(s, kvaudit::Method::EgChunkKV, "0.5"); }
 void BM_ChunkKV_r09(benchmark::State& s) { run_selector(s, kvaudit::Method::ChunkKV, "0.9"); }
 void BM_ChunkKV_r05(benchmark::State& s) { run_selector(s, kvaudit::Method::ChunkKV, "0.5"); }

@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "core/io/dump.h"
+#include "core/pooling/bucket_masses.h"
 #include "oracle/partition_exact.h"
 
 namespace {
@@ -32,12 +33,8 @@ std::vector<std::vector<double>> real_rows() {
     const Index H = t.shape[1], T = t.shape[2];
     for (Index L : {Index{0}, d.layers / 3, 2 * d.layers / 3, d.layers - 1})
       for (Index h = 0; h < H; ++h) {
-        const float* row = t.values.data() + (L * H + h) * T;
-        double s = 0.0;
-        for (Index i = 0; i < T; ++i) s += row[i];
-        std::vector<double> p(static_cast<std::size_t>(kBuckets), 0.0);
-        for (Index i = 0; i < T; ++i) p[static_cast<std::size_t>(i * kBuckets / T)] += row[i] / s;
-        rows.push_back(std::move(p));
+        const std::span<const float> row(t.values.data() + (L * H + h) * T, static_cast<std::size_t>(T));
+        rows.push_back(kvaudit::pooling::bucket_masses(row, kBuckets));
       }
   }
   return rows;

@@ -23,6 +23,13 @@ class IntervalTable {
       for (Index b = a + 1; b <= n_; ++b) h_[start_[a] + (b - a - 1)] = prefix.h(a, b);
   }
   double operator()(Index a, Index b) const { return h_[start_[a] + static_cast<std::size_t>(b - a - 1)]; }
+  // H of the partition with full boundaries 0 = b_0 < ... < b_m = n, summed in double in group order (the
+  // evaluation entropy_error_bound covers).
+  double entropy(const std::vector<Index>& bounds) const {
+    double H = 0.0;
+    for (std::size_t k = 1; k < bounds.size(); ++k) H += (*this)(bounds[k - 1], bounds[k]);
+    return H;
+  }
 
  private:
   Index n_;

@@ -134,10 +134,8 @@ MitmStats solve_mitm(const IntervalTable& h, const SuffixBounds& suffix, Incumbe
             const auto first = right_cuts.begin() + static_cast<std::ptrdiff_t>(it->at);
             bounds.insert(bounds.end(), first, first + (rj - 1));
             bounds.push_back(n);
-            double H = 0.0;
-            for (std::size_t k = 1; k < bounds.size(); ++k) H += h(bounds[k - 1], bounds[k]);
             ++stats.offers;
-            inc.offer(bounds, H);
+            inc.offer(bounds, h.entropy(bounds));
           }
         });
     stats.work = budget.work;

@@ -18,12 +18,6 @@ double single_delta(const IntervalTable& h, const std::vector<Index>& b, Index a
   return h(b[a - 1], x) + h(x, b[a + 1]) - h(b[a - 1], b[a]) - h(b[a], b[a + 1]);
 }
 
-double entropy(const IntervalTable& h, const std::vector<Index>& b) {
-  double H = 0.0;
-  for (std::size_t k = 1; k < b.size(); ++k) H += h(b[k - 1], b[k]);
-  return H;
-}
-
 Move best_move(const IntervalTable& h, const std::vector<Index>& b, double slack) {
   const Index m = static_cast<Index>(b.size()) - 1;
   Move best;
@@ -76,13 +70,13 @@ int polish_incumbent(const IntervalTable& h, Incumbent& inc, double R, int max_r
   if (b.size() < 3) return 0;  // one group: nothing to move
   int taken = 0;
   for (int round = 0; round < max_rounds; ++round) {
-    const double H = entropy(h, b);
+    const double H = h.entropy(b);
     const Move mv = best_move(h, b, R - H);
     if (mv.a < 0) break;
     std::vector<Index> next = b;
     next[static_cast<std::size_t>(mv.a)] = mv.x;
     if (mv.c >= 0) next[static_cast<std::size_t>(mv.c)] = mv.y;
-    if (!inc.offer(next, entropy(h, next))) break;  // infeasible or not better once certified
+    if (!inc.offer(next, h.entropy(next))) break;  // infeasible or not better once certified
     b = std::move(next);
     ++taken;
   }

@@ -230,7 +230,7 @@ void eg_chunkkv_layer(const HeadScores& s, const SelectorParams& p, Workspace& w
     if (detail::kvpress_chunk_statistics_lanes(x, g, {ws.score_f.data(), nc}, entropy, ws.lanes)) {
       tau = detail::settle_median_gate(x.data(), g, entropy, detail::fast_entropy_margin(p.chunk_length), ws.median_f,
                                        ws.band);
-    } else {  // a log argument left the proven range (overflowing scores): every H~ exactly, median below
+    } else {  // a chunk's sums overflowed: every H~ exactly, the median by the usual rule below
       detail::kvpress_chunk_statistics(x, g, {ws.score_f.data(), nc}, entropy);
     }
     return eg_walk<float>(x.data(), ws.score_f.data(), entropy.data(), g, L, p, tau, ws.median_f, ws, single(out));

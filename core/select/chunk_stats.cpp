@@ -93,23 +93,23 @@ V chunk_entropy(const V* xs, Index n, V eps, V log_n) {
 }
 }  // namespace
 
-float kvpress_chunk_entropy(const float* xs, Index n, float log_n) { return chunk_entropy(xs, n, 1e-8f, log_n); }
-
 float log_of_length(Index n) { return static_cast<float>(std::log(static_cast<double>(n))); }
 
+float kvpress_chunk_entropy(const float* x, const ChunkGeometry& g, Index i) {
+  return chunk_entropy(x + g.begin(i), g.size(i), 1e-8f, log_of_length(g.size(i)));
+}
+
 void kvpress_chunk_statistics(std::span<const float> x, const ChunkGeometry& g, std::span<float> score,
-                              std::span<float> entropy) {
+                              std::span<float> entropy, Index first_chunk) {
   // Operation for operation what kvpress computes in float32 (same order as the oracle's float32 path, so
   // equal inputs give bit-identical statistics).
-  const bool with_entropy = !entropy.empty();
-  const float log_c = log_of_length(g.chunk_length);
   const float* xs = x.data();
-  for (Index i = 0; i < g.n_chunks; ++i) {
+  for (Index i = first_chunk; i < g.n_chunks; ++i) {
     const Index b = g.begin(i), n = g.size(i);
     float sum = 0.0f;
     for (Index j = b; j < b + n; ++j) sum += xs[j];
     score[i] = sum / static_cast<float>(n);
-    if (with_entropy) entropy[i] = kvpress_chunk_entropy(xs + b, n, n == g.chunk_length ? log_c : log_of_length(n));
+    if (!entropy.empty()) entropy[i] = kvpress_chunk_entropy(xs, g, i);
   }
 }
 
@@ -128,18 +128,51 @@ void exact_chunk_statistics(std::span<const double> x, const ChunkGeometry& g, d
   }
 }
 
+namespace {
+// The k-th smallest of finite values (0-based). Narrowing by sampling: a sorted sample of the current
+// candidates brackets the k-th value between two pivots, one vectorizable counting pass checks the bracket,
+// and the values inside it (about 1/8) become the candidates. A bracket that misses (an unlucky sample)
+// stops the narrowing early; correctness never depends on the sample. `buf` >= values.size().
+template <class V>
+V kth_smallest(std::span<const V> values, Index k, std::span<V> buf) {
+  const V* cur = values.data();
+  Index n = static_cast<Index>(values.size());
+  constexpr Index kSample = 128, kHalfWidth = 8, kSmall = 512;
+  while (n > kSmall) {
+    V sample[kSample];
+    for (Index s = 0; s < kSample; ++s) sample[s] = cur[s * (n / kSample)];
+    std::sort(sample, sample + kSample);
+    const Index at = k * kSample / n;
+    const V lo = sample[std::max<Index>(at - kHalfWidth, 0)], hi = sample[std::min(at + kHalfWidth, kSample - 1)];
+    Index below = 0, inside = 0;
+#pragma omp simd reduction(+ : below, inside)
+    for (Index i = 0; i < n; ++i) {
+      below += cur[i] < lo;
+      inside += (cur[i] >= lo) & (cur[i] <= hi);
+    }
+    if (!(below <= k && k < below + inside) || inside == n) break;
+    Index m = 0;
+    for (Index i = 0; i < n; ++i) {  // branch-free compaction (in place once cur is buf)
+      const V v = cur[i];
+      buf[m] = v;
+      m += (v >= lo) & (v <= hi);
+    }
+    cur = buf.data();
+    n = m;
+    k -= below;
+  }
+  if (cur != buf.data()) std::copy(cur, cur + n, buf.begin());
+  std::nth_element(buf.begin(), buf.begin() + k, buf.begin() + n);
+  return buf[k];
+}
+}  // namespace
+
 template <class V>
 V median(std::span<const V> values, MedianRule rule, std::span<V> buf) {
-  const std::size_t n = values.size();
-  std::copy(values.begin(), values.end(), buf.begin());
-  auto first = buf.begin(), last = buf.begin() + static_cast<std::ptrdiff_t>(n);
-  const std::size_t lower = (n - 1) / 2;
-  std::nth_element(first, first + static_cast<std::ptrdiff_t>(lower), last);
-  const V lo = buf[lower];
+  const Index n = static_cast<Index>(values.size());
+  const V lo = kth_smallest(values, (n - 1) / 2, buf);
   if (rule == MedianRule::Lower || n % 2 == 1) return lo;
-  // The upper middle is the smallest value in the slots after the lower middle.
-  const V hi = *std::min_element(first + static_cast<std::ptrdiff_t>(lower) + 1, last);
-  return (lo + hi) / V(2);
+  return (lo + kth_smallest(values, n / 2, buf)) / V(2);
 }
 template float median<float>(std::span<const float>, MedianRule, std::span<float>);
 template double median<double>(std::span<const double>, MedianRule, std::span<double>);

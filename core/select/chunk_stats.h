@@ -29,18 +29,19 @@ ChunkGeometry geometry(Index tokens, Index chunk_length);
 // kvpress flavour, float32 exactly as kvpress / torch evaluate it (and as the oracle's float32 path does):
 // S_i = (sequential float sum) / n_i; if `entropy` is non-empty, H~_i from y = x - min(0, min x),
 // p = y / (sum y + 1e-8f), h = -sum p logf(p + 1e-8f), clamp(h / log n_i, 0, 1), 0 when n_i = 1.
+// Chunks before `first_chunk` are left as they are.
 void kvpress_chunk_statistics(std::span<const float> x, const ChunkGeometry& g, std::span<float> score,
-                              std::span<float> entropy);
-// H~ of one chunk of n values, exactly as above (glibc logf, sequential sums); log_n = float(log(n)).
-float kvpress_chunk_entropy(const float* xs, Index n, float log_n);
+                              std::span<float> entropy, Index first_chunk = 0);
+// H~ of chunk i, exactly as above (glibc logf, sequential sums, divided by float(log n_i)).
+float kvpress_chunk_entropy(const float* x, const ChunkGeometry& g, Index i);
 float log_of_length(Index n);
 
 // The same statistics with the chunks of a block in SIMD lanes (one chunk per lane, each lane summing its
 // chunk in index order, so S_i is bit-identical) and a fast H~ (reciprocal and lane_log) within
 // `fast_entropy_margin(C)` of the exact value (proofs/11_fast_entropy_margin.md). The last chunks that do
-// not fill a block, and the partial chunk, get exact values. Returns false, with nothing usable in
-// `entropy`, when some chunk's denominator overflowed: the caller then falls back to
-// kvpress_chunk_statistics. `lanes_buf` holds >= lanes_buffer_size(C) floats (0: the scalar path is used).
+// not fill a block, the partial chunk, and every chunk when C > 256, get exact values. Returns false, with
+// nothing usable in `entropy`, when some chunk's sums overflowed: the caller then falls back to
+// kvpress_chunk_statistics. `lanes_buf` holds >= lanes_buffer_size(C) floats.
 bool kvpress_chunk_statistics_lanes(std::span<const float> x, const ChunkGeometry& g, std::span<float> score,
                                     std::span<float> entropy, std::span<float> lanes_buf);
 std::size_t lanes_buffer_size(Index chunk_length);
@@ -53,7 +54,8 @@ double fast_entropy_margin(Index chunk_length);
 void exact_chunk_statistics(std::span<const double> x, const ChunkGeometry& g, double eps, std::span<double> score,
                             std::span<double> entropy, std::span<double> buf);
 
-// torch.median (lower middle for an even count) or the mean of the two middles. `buf` >= values.size().
+// torch.median (lower middle for an even count) or the mean of the two middles, of finite values, by sampled
+// narrowing (chunk_stats.cpp kth_smallest). `buf` >= values.size().
 template <class V>
 V median(std::span<const V> values, MedianRule rule, std::span<V> buf);
 

@@ -126,28 +126,21 @@ double fast_entropy_margin(Index chunk_length) {
 bool kvpress_chunk_statistics_lanes(std::span<const float> x, const ChunkGeometry& g, std::span<float> score,
                                     std::span<float> entropy, std::span<float> lanes_buf) {
   const Index C = g.chunk_length;
-  if (C > kMaxLaneChunk || lanes_buf.size() < lanes_buffer_size(C)) {
-    kvpress_chunk_statistics(x, g, score, entropy);
-    return true;
-  }
   const bool with_entropy = !entropy.empty();
-  const float log_c = log_of_length(C);
-  const float* xs = x.data();
-  const Index lane_chunks = g.n_complete - g.n_complete % kLanes;
-  for (Index first = 0; first < lane_chunks; first += kLanes)
-    if (!block_statistics(xs, first, C, log_c, with_entropy, score.data(), entropy.data(), lanes_buf.data()))
-      return false;
-  // The last < kLanes complete chunks and the partial one: the scalar definition (exact H~).
-  for (Index i = lane_chunks; i < g.n_chunks; ++i) {
-    const Index b = g.begin(i), n = g.size(i);
-    float sum = 0.0f;
-    for (Index j = b; j < b + n; ++j) sum += xs[j];
-    score[i] = sum / static_cast<float>(n);
-    if (with_entropy) {
-      entropy[i] = kvpress_chunk_entropy(xs + b, n, n == C ? log_c : log_of_length(n));
-      if (std::isnan(entropy[i])) return false;
-    }
+  Index lane_chunks = 0;  // chunks done in blocks; without a lanes buffer for C, none
+  if (C <= kMaxLaneChunk && lanes_buf.size() >= lanes_buffer_size(C)) {
+    lane_chunks = g.n_complete - g.n_complete % kLanes;
+    const float log_c = log_of_length(C);
+    for (Index first = 0; first < lane_chunks; first += kLanes)
+      if (!block_statistics(x.data(), first, C, log_c, with_entropy, score.data(), entropy.data(), lanes_buf.data()))
+        return false;
   }
+  // The rest (the last < kLanes complete chunks and the partial one): the scalar definition (exact H~),
+  // where only an overflowing chunk gives NaN.
+  kvpress_chunk_statistics(x, g, score, entropy, lane_chunks);
+  if (with_entropy)
+    for (Index i = lane_chunks; i < g.n_chunks; ++i)
+      if (std::isnan(entropy[i])) return false;
   return true;
 }
 

@@ -20,7 +20,4 @@ namespace kvaudit::select::detail {
 float settle_median_gate(const float* x, const ChunkGeometry& g, std::span<float> entropy, double margin,
                          std::span<float> buf, std::span<Index> band);
 
-// The lower median (k = (n-1)/2 ascending) of finite values, as torch.median. `buf` >= n.
-float lower_median(std::span<const float> values, std::span<float> buf);
-
 }  // namespace kvaudit::select::detail
