@@ -3,18 +3,19 @@
 #   1. build/       unit, property, proof and gpu tests (gpu tests report SKIPPED without a device)
 #   2. build-asan/  the same suites under AddressSanitizer + UndefinedBehaviorSanitizer
 #   3. build-fuzz/  each libFuzzer harness for a bounded time (CTest label fuzz), built with clang
+#   4. python/      the `kvaudit` Python package built in a fresh venv, its pytest suite (against build/kvaudit)
 # Usage: scripts/test.sh [--fast]   (--fast: stage 1 only, for a quick local loop)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 jobs=$(nproc)
 stage() { printf '\n==== %s ====\n' "$*"; }
 
-stage "1/3 build and run unit, property, proof, gpu tests"
+stage "1/4 build and run unit, property, proof, gpu tests"
 scripts/setup.sh
 ctest --test-dir build --output-on-failure -j "$jobs" --timeout 900
 [[ "${1:-}" == "--fast" ]] && exit 0
 
-stage "2/3 ASan + UBSan build and tests"
+stage "2/4 ASan + UBSan build and tests"
 cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DKVAUDIT_SANITIZE=ON -DKVAUDIT_CUDA=OFF \
       -DKVAUDIT_BENCHMARKS=OFF >/dev/null
 cmake --build build-asan -j "$jobs"
@@ -24,10 +25,13 @@ ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:ha
   ctest --test-dir build-asan --output-on-failure -j "$jobs" --timeout 1200 -LE "gpu|fuzz" \
         -E "conform_mutants_test|conform_kvpress_test"
 
-stage "3/3 libFuzzer harnesses (bounded runs)"
+stage "3/4 libFuzzer harnesses (bounded runs)"
 harnesses=$(for f in fuzz/*_fuzz.cpp; do basename "$f" .cpp; done)
 CC=clang CXX=clang++ cmake -S . -B build-fuzz -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DKVAUDIT_FUZZ=ON \
       -DKVAUDIT_CUDA=OFF -DKVAUDIT_BENCHMARKS=OFF >/dev/null
 # shellcheck disable=SC2086
 cmake --build build-fuzz -j "$jobs" --target $harnesses
 ctest --test-dir build-fuzz --output-on-failure -L fuzz --timeout 300
+
+stage "4/4 Python package: fresh venv, pip install ./python, pytest (python/ci.sh)"
+python/ci.sh

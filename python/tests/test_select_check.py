@@ -162,22 +162,32 @@ def test_verdict_truthiness_and_fields():
         assert_conforms(True)
 
 
+MUTANT_IMPL = """
+import json, sys
+import kvaudit
+for line in sys.stdin:   # a mutant: the selector's answer without its first position (a budget violation)
+    q = json.loads(line)
+    kept = kvaudit.select(q["method"], q["scores"], str(q["compression_ratio"]), chunk_length=q["chunk_length"],
+                          rescue_size=q["rescue_size"])
+    print(json.dumps({"id": q["id"], "kept": kept.tolist()[1:]}), flush=True)
+"""
+
+
 def test_replay_line_reproduces_with_kvaudit_conform(cli, tmp_path):
+    import sys
     scores = tie_heavy(2, 30, 11)
-    kept = [0, 1, 2, 3, 4, 5, 6, 7, 8, 9]
+    kept = kvaudit.select("eg-chunkkv", scores, "0.7")[1:]
     v = kvaudit.check("eg-chunkkv", scores, kept, "0.7")
-    assert v.status == "violates"
+    assert v.status == "violates" and v.rule == "budget"
     req = json.loads(v.replay)
     assert req["method"] == "eg-chunkkv" and np.array_equal(np.asarray(req["scores"], dtype=np.float32), scores)
+    assert (req["compression_ratio"], req["chunk_length"], req["rescue_size"]) == (0.7, 10, 4)
     (tmp_path / "replay.jsonl").write_text(v.replay + "\n")
-    impl = tmp_path / "fixed.py"
-    impl.write_text("import json, sys\nfor line in sys.stdin:\n    q = json.loads(line)\n"
-                    f"    print(json.dumps({{'id': q['id'], 'kept': {kept}}}), flush=True)\n")
-    import sys
-    code, out, stdout, err = cli.run("conform", "--method", "eg-chunkkv", "--impl", f"{sys.executable} {impl}",
+    (tmp_path / "mutant.py").write_text(MUTANT_IMPL)
+    code, out, stdout, err = cli.run("conform", "--method", "eg-chunkkv", "--impl", f"{sys.executable} {tmp_path / 'mutant.py'}",
                                      "--replay", tmp_path / "replay.jsonl")
-    assert code == 1, (stdout, err)
-    assert v.rule in stdout + err
+    assert code == 1, (stdout, err)   # the replayed case is judged non-conforming by the CLI too
+    assert "budget" in stdout + err
 
 
 def test_admissible_answer_is_the_selection_and_conforms():
