@@ -1,4 +1,5 @@
-// `kvaudit conform`: check a foreign ChunkKV / EG-ChunkKV implementation over the line-JSON protocol.
+// `kvaudit conform`: check a foreign ChunkKV / EG-ChunkKV / Page-EntroKV / partition implementation over the
+// line-JSON protocol (docs/conform.md). The judging is audit/conform's; this file only maps flags.
 #include <fstream>
 #include <iostream>
 #include <memory>
@@ -24,6 +25,8 @@ struct Args {
   int startup_timeout_ms = 120000;
   std::string report;
   std::string replay;
+  kvaudit::Index max_size = 0;
+  std::string claim = "heuristic";
 };
 
 std::vector<std::string> read_lines(const std::string& path) {
@@ -40,12 +43,21 @@ std::vector<std::string> read_lines(const std::string& path) {
 const bool registered = kvaudit::cli::register_command([](CLI::App& root) {
   auto args = std::make_shared<Args>();
   auto* cmd = root.add_subcommand(
-      "conform", "Check a foreign ChunkKV / EG-ChunkKV implementation: JSON lines over its stdin/stdout (docs/conform.md)");
-  cmd->add_option("--method", args->method, "chunkkv | eg-chunkkv")->check(CLI::IsMember({"chunkkv", "eg-chunkkv"}));
+      "conform",
+      "Check a foreign ChunkKV / EG-ChunkKV / Page-EntroKV / partition implementation: JSON lines over its "
+      "stdin/stdout (docs/conform.md)");
+  cmd->add_option("--method", args->method, "chunkkv | eg-chunkkv | page-entrokv | partition")
+      ->check(CLI::IsMember({"chunkkv", "eg-chunkkv", "page-entrokv", "partition"}));
   cmd->add_option("--impl", args->impl, "Shell command serving the protocol (run with /bin/sh -c)")->required();
   cmd->add_option("--flavour", args->flavour, "kvpress (released code, float budget) | exact (seeds, exact budget)")
       ->check(CLI::IsMember({"kvpress", "exact"}));
-  cmd->add_option("--cases", args->cases, "Generated cases (audit/selector_cases.h generators)");
+  cmd->add_option("--cases", args->cases, "Generated cases");
+  cmd->add_option("--max-size", args->max_size,
+                  "Bound on generated sizes (T for chunk and page cases, n for partitions); shrinking never exceeds it")
+      ->check(CLI::PositiveNumber);
+  cmd->add_option("--claim", args->claim,
+                  "partition: exact (every answer must reach the certified optimum) | heuristic (gap reported)")
+      ->check(CLI::IsMember({"exact", "heuristic"}));
   cmd->add_option("--seed", args->seed, "Seed of the case generator");
   cmd->add_option("--dumps", args->dumps, "Also run every scores.snapkv row of the dumps in DIR");
   cmd->add_option("--timeout-ms", args->timeout_ms, "Per-request timeout in milliseconds");
@@ -55,7 +67,7 @@ const bool registered = kvaudit::cli::register_command([](CLI::App& root) {
   cmd->add_option("--replay", args->replay, "Run the request lines in FILE instead of generated cases");
   cmd->callback([args] {
     kvaudit::conform::ConformOptions o;
-    o.method = kvaudit::conform::parse_method(args->method, "--method");
+    o.method = kvaudit::conform::parse_conform_method(args->method, "--method");
     o.flavour = args->flavour == "exact" ? kvaudit::Flavour::Exact : kvaudit::Flavour::Kvpress;
     o.impl = args->impl;
     o.cases = args->cases;
@@ -63,6 +75,8 @@ const bool registered = kvaudit::cli::register_command([](CLI::App& root) {
     o.dumps_dir = args->dumps;
     o.timeout_ms = args->timeout_ms;
     o.startup_timeout_ms = args->startup_timeout_ms;
+    o.max_size = args->max_size;
+    o.claim = args->claim == "exact" ? kvaudit::conform::PartitionClaim::Exact : kvaudit::conform::PartitionClaim::Heuristic;
     if (!args->replay.empty()) o.replay = read_lines(args->replay);
     o.progress = [](const std::string& s) { std::cerr << "kvaudit conform: " << s << "\n"; };
     auto result = kvaudit::conform::run_conform(o);
@@ -73,11 +87,20 @@ const bool registered = kvaudit::cli::register_command([](CLI::App& root) {
               << j["cases_per_second"] << " cases/s); verdict " << j["verdict"].get<std::string>() << "\n";
     if (j.contains("counterexample")) {
       const auto& c = j["counterexample"];
-      std::cerr << "kvaudit conform: minimal counterexample (" << c["heads"] << " heads x T=" << c["tokens"]
-                << "), rule " << c["rule"] << ": " << c["message"].get<std::string>() << "\n"
+      std::string size = c.contains("n") ? "n=" + c["n"].dump() + ", groups " + c["groups"].dump()
+                                         : c["heads"].dump() + " heads x T=" + c["tokens"].dump();
+      std::cerr << "kvaudit conform: minimal counterexample (" << size << "), rule " << c["rule"] << ": " << c["message"].get<std::string>() << "\n"
                 << "request:    " << c["request_line"].get<std::string>() << "\n"
                 << "answer:     " << c["answer"].dump() << "\n"
                 << "admissible: " << c["admissible_answer"].dump() << "\n";
+    }
+    if (j.contains("gap")) {
+      const auto& g = j["gap"];
+      std::cerr << "kvaudit conform: gap to the optimum over " << g["cases"] << " answers: " << g["certified_suboptimal"]
+                << " certified suboptimal; lower ends " << g["lower_bits"].dump() << ", upper ends "
+                << g["upper_bits"].dump() << " bits\n";
+      if (g.contains("worst") && g["worst"].contains("shrunk"))
+        std::cerr << "smallest suboptimal case: " << g["worst"]["shrunk"]["request_line"].get<std::string>() << "\n";
     }
     if (j.contains("protocol_error")) {
       const auto& p = j["protocol_error"];

@@ -1,5 +1,6 @@
 // `kvaudit conform` as a library function: drive an implementation through generated and dump cases, judge
 // every answer, shrink the first violation, and say what happened as a JSON report plus an exit code.
+// The CLI and any other front end (a Python binding) call run_conform; the judging lives in the families.
 #pragma once
 
 #include <cstdint>
@@ -13,9 +14,23 @@
 
 namespace kvaudit::conform {
 
+// Every method conform drives. ChunkKV / EG-ChunkKV: token selection (protocol.h); Page-EntroKV: page
+// selection per KV group (page_family.h); Partition: entropy-budgeted contiguous partitions (partition_family.h).
+enum class ConformMethod { ChunkKV, EgChunkKV, PageEntroKV, Partition };
+
+// "chunkkv" / "eg-chunkkv" / "page-entrokv" / "partition"; parse throws InputError naming `source`.
+const char* conform_method_name(ConformMethod m);
+ConformMethod parse_conform_method(const std::string& text, const std::string& source);
+
+// What a partition implementation claims about its answers (--claim).
+enum class PartitionClaim {
+  Heuristic,  // valid, within the budget, infeasibility only when certified; the gap to the optimum is reported
+  Exact,      // additionally every answer reaches the certified optimum
+};
+
 struct ConformOptions {
-  Method method = Method::EgChunkKV;
-  Flavour flavour = Flavour::Kvpress;
+  ConformMethod method = ConformMethod::EgChunkKV;
+  Flavour flavour = Flavour::Kvpress;  // chunk methods only: the oracle answers are judged against
   std::string impl;                 // shell command
   int cases = 200;                  // generated cases
   std::uint64_t seed = 1;
@@ -24,6 +39,11 @@ struct ConformOptions {
   int startup_timeout_ms = 120000;  // first request after each (re)start: interpreters importing torch are slow
   std::vector<std::string> replay;  // request lines to run instead of generated cases (--replay)
   int max_shrink_queries = 4000;
+  // Upper bound on generated sizes (T for chunk and page cases, n for partitions), 0 = the generators' own
+  // range. Dump rows longer than this are cut to a prefix (attention rows renormalized). Shrinking only ever
+  // makes cases smaller, so no query exceeds it.
+  Index max_size = 0;
+  PartitionClaim claim = PartitionClaim::Heuristic;
   std::function<void(const std::string&)> progress = [](const std::string&) {};
 };
 
