@@ -139,8 +139,6 @@ PageCase decode_page_request(const std::string& line, const std::string& source)
       throw InputError(source, "attention", "must be a non-empty array of rows, each a non-empty array of numbers");
     c.q_heads = static_cast<Index>(a.size());
     c.tokens = static_cast<Index>(a.at(0).size());
-    if (c.q_heads % p.group_size != 0)
-      throw InputError(source, "group_size", "does not divide the " + std::to_string(c.q_heads) + " attention rows");
     for (const auto& row : a) {
       if (!row.is_array() || static_cast<Index>(row.size()) != c.tokens) throw InputError(source, "attention", "rows of different lengths");
       for (const auto& v : row) {
@@ -151,6 +149,8 @@ PageCase decode_page_request(const std::string& line, const std::string& source)
         c.values.push_back(static_cast<float>(d));
       }
     }
+    if (c.q_heads % p.group_size != 0)
+      throw InputError(source, "group_size", "does not divide the " + std::to_string(c.q_heads) + " attention rows");
   } catch (const nlohmann::json::exception& e) {
     throw InputError(source, "request", e.what());
   }

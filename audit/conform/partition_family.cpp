@@ -2,6 +2,7 @@
 // the family's judge.
 #include "audit/conform/partition_family.h"
 
+#include <algorithm>
 #include <charconv>
 #include <cmath>
 #include <stdexcept>
@@ -42,9 +43,10 @@ std::string bits(double x) {
   return std::string(buf, r.ptr);
 }
 
-oracle::PartitionAnswer solve(const PartitionCase& c) {
+oracle::PartitionAnswer solve(const PartitionCase& c, std::int64_t max_nodes = kPartitionJudgeNodes) {
   oracle::ExactLimits limits;
-  limits.max_nodes = kPartitionJudgeNodes;
+  limits.max_nodes = max_nodes;
+  limits.branch_first_nodes = std::min(limits.branch_first_nodes, max_nodes / 2);
   limits.max_seconds = 1e9;  // the node budget decides, so the verdict is the same on every machine
   return oracle::solve_exact({c.p, c.budget_bits, c.groups}, limits);
 }
@@ -59,13 +61,14 @@ std::string clip(const std::string& line) { return line.size() > 200 ? line.subs
 
 }  // namespace
 
-PartitionVerdict judge_partition(const PartitionCase& c, const PartitionReply& r, PartitionClaim claim) {
+PartitionVerdict judge_partition(const PartitionCase& c, const PartitionReply& r, PartitionClaim claim,
+                                 std::int64_t max_nodes) {
   validate(c);
   const Index n = static_cast<Index>(c.p.size());
   const double R = c.budget_bits;
   PartitionVerdict out;
   if (r.infeasible) {
-    const oracle::PartitionAnswer best = solve(c);
+    const oracle::PartitionAnswer best = solve(c, max_nodes);
     if (best.feasible) {
       const oracle::ExactPrefix prefix(c.p);
       const auto full = oracle::full_bounds(best.cuts, n);
@@ -117,7 +120,7 @@ PartitionVerdict judge_partition(const PartitionCase& c, const PartitionReply& r
     return out;
   }
   // Stage 3: against the certified optimum.
-  const oracle::PartitionAnswer best = solve(c);
+  const oracle::PartitionAnswer best = solve(c, max_nodes);
   if (!best.feasible) {
     out.verdict = Verdict::inconclusive("the answer is within R but the solver found no partition within R (" +
                                         best.note + "): oracle disagreement");

@@ -49,7 +49,8 @@ constexpr std::int64_t kPartitionJudgeNodes = 20'000'000;
 // outside [1, n-1]), "order" (not strictly increasing), "groups" (fixed m: not m - 1 boundaries),
 // "over-budget" (H > R, decided exactly), "false-infeasible" (the solver has a partition with H <= R),
 // "not-optimal" (claim exact: a partition with H <= R has larger entropy).
-PartitionVerdict judge_partition(const PartitionCase& c, const PartitionReply& r, PartitionClaim claim);
+PartitionVerdict judge_partition(const PartitionCase& c, const PartitionReply& r, PartitionClaim claim,
+                                 std::int64_t max_nodes = kPartitionJudgeNodes);
 
 // The certified solver's answer as a reply ({"boundaries": [...]} or {"infeasible": true}), with its status.
 nlohmann::json canonical_partition(const PartitionCase& c);
