@@ -140,6 +140,14 @@ def main():
     put("conform_protocol_fuzz", "response_per_head.json", '{"id": 7, "kept": [[0, 1], [2, 3], []]}')
     put("conform_protocol_fuzz", "response_error.json", '{"id": 7, "error": "assertion failed"}')
     put("conform_protocol_fuzz", "response_wrong_id.json", '{"id": 8, "kept": []}')
+    # Page-EntroKV and partition lines (audit/conform/page_family.h, partition_family.h)
+    put("conform_protocol_fuzz", "request_page.json", '{"id": 7, "method": "page-entrokv", "attention": [[0.25, 0.25, 0.0375, 0.0375, 0.0375, 0.0375, 0.35, 0], [0.25, 0.25, 0.15, 0.15, 0.05, 0.05, 0.05, 0.05], [0.25, 0.25, 0.15, 0.15, 0.05, 0.05, 0.05, 0.05]], "group_size": 3, "page_size": 2, "compression_ratio": "0.5", "sinks": 2, "pooling": "entropy", "page_score": "sum", "source": "sink-isolated", "sink_pages": "reserved", "greedy": "skip-misfits"}')
+    put("conform_protocol_fuzz", "request_page_defaults.json", '{"id": 7, "attention": [[1, 0, 0, 0, 0.5, 0.5], [0, 0, 0, 0, 0, 1]], "group_size": 1, "page_size": 4, "compression_ratio": 0.75, "pooling": "mean", "greedy": "stop-at-first-misfit"}')
+    put("conform_protocol_fuzz", "request_partition.json", '{"id": 7, "method": "partition", "probs": [0.5, 0.25, 0.125, 0.125], "entropy_budget": 1.5, "groups": 3}')
+    put("conform_protocol_fuzz", "request_partition_free.json", '{"id": 7, "method": "partition", "probs": [0.3333333333333333, 0.6666666666666666], "entropy_budget": 0, "groups": null}')
+    put("conform_protocol_fuzz", "response_pages.json", '{"id": 7, "kept_pages": [[0, 3], []], "kept_tokens": [[0, 1, 6, 7], []]}')
+    put("conform_protocol_fuzz", "response_boundaries.json", '{"id": 7, "boundaries": [1, 3]}')
+    put("conform_protocol_fuzz", "response_infeasible.json", '{"id": 7, "infeasible": true}')
 
     # ---- dump_manifest_fuzz: manifests for the harness's built-in small dump (@SHA@ = its checksum) -------
     prompt = {"name": "small", "kind": "needle", "file": "small.safetensors", "sha256": "@SHA@", "tokens": 8,

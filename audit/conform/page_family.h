@@ -65,7 +65,9 @@ std::vector<double> page_scores_double(const PageCase& c, Index group, const ora
 // P < 1, a bad ratio, negative or non-finite values). Rules, in the order checked: "shape" (one list per
 // group), "range", "order" (strictly increasing), the ledger rules when kept_tokens is present ("token-set",
 // "pages-agree", "tokens-agree", "whole-pages", "budget"), then per group "budget", "reserved" and the walk:
-// "weights" / "sink-isolation" / "page-score" when the pages are what that mistake keeps, else "tie-order".
+// "budget" (the float budget) / "weights" / "sink-isolation" / "page-score" / "walk" (the other greedy rule)
+// when the pages are what that mistake keeps (the message lists every mistake that fits), else "tie-order"
+// or "reserved".
 // Tie classes are taken on double page scores with the tolerance page_impl_tolerance widened by three times
 // page_judge_error_bound: never stricter than the exact classes at that tolerance (docs/conform.md).
 Verdict judge_pages(const PageCase& c, const PageAnswer& a);

@@ -85,7 +85,7 @@ Verdict group_admissible(const PageCase& c, Index g, const paging::PageParams& p
   return paging::check_pages_admissible(exact, l.pages, l.reserved, l.budget, p.greedy, claimed, paging::Exact(tol));
 }
 
-// A tie-order violation, named after the mistake whose pages the answer is (if any).
+// A tie-order (or reserved) violation, named after the mistake whose pages the answer is (if any).
 Verdict name_mistake(const PageCase& c, Index g, const Layout& l, const std::vector<Index>& claimed, Verdict v) {
   const auto& p = c.params;
   struct Alternative {
@@ -114,17 +114,22 @@ Verdict name_mistake(const PageCase& c, Index g, const Layout& l, const std::vec
   const bool skip = p.greedy == paging::GreedyRule::SkipMisfits;
   alternatives.push_back({with([&](auto& q) { q.greedy = skip ? paging::GreedyRule::StopAtFirstMisfit : paging::GreedyRule::SkipMisfits; }),
                           false, "walk", skip ? "stopping at the first misfit" : "skipping misfits"});
-  for (const auto& a : alternatives) {
-    if (group_admissible(c, g, a.params, l, claimed, a.raw_weights).passed())
-      return Verdict::violates(a.rule, v.message + "; the pages are what " + a.what + " keeps");
-  }
+  // Every mistake that explains the pages is listed; the rule is the first one's (small cases can fit several).
+  std::string rule, explained;
+  auto found = [&](const char* r, const std::string& what) {
+    if (rule.empty()) rule = r;
+    explained += (explained.empty() ? "" : ", or ") + what;
+  };
   // kvpress-style float budget int(T (1 - rho)) in double, where the exact decimal budget is required.
   Layout f = l;
   f.budget = std::max<Index>(1, static_cast<Index>(static_cast<double>(c.tokens) * (1.0 - std::stod(p.ratio_text))));
   if (f.budget != l.budget && group_admissible(c, g, p, f, claimed).passed())
-    return Verdict::violates("budget", v.message + "; the pages are what the float budget int(T (1 - rho)) = " +
-                                           std::to_string(f.budget) + " keeps (exact budget " + std::to_string(l.budget) + ")");
-  return v;
+    found("budget", "the float budget int(T (1 - rho)) = " + std::to_string(f.budget) + " (exact budget " +
+                        std::to_string(l.budget) + ")");
+  for (const auto& a : alternatives)
+    if (group_admissible(c, g, a.params, l, claimed, a.raw_weights).passed()) found(a.rule, a.what);
+  if (rule.empty()) return v;
+  return Verdict::violates(rule, v.message + "; the pages are what " + explained + " keeps");
 }
 
 std::string list_text(const std::vector<Index>& v) {
@@ -231,7 +236,8 @@ Verdict judge_pages(const PageCase& c, const PageAnswer& a) {
     Verdict v = group_admissible(c, g, p, l, a.kept_pages[g]);
     if (v.passed()) continue;
     v.message = "group " + std::to_string(g) + ": " + v.message + " (kept " + list_text(a.kept_pages[g]) + ")";
-    if (v.rule == "tie-order") return name_mistake(c, g, l, a.kept_pages[g], v);
+    // A walk that cannot produce the pages (or that drops a reserved page) may be a known mistake: name it.
+    if (v.rule == "tie-order" || v.rule == "reserved") return name_mistake(c, g, l, a.kept_pages[g], v);
     return v;
   }
   return Verdict::conforms();

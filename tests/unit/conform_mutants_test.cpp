@@ -3,8 +3,10 @@
 // counterexample; implementations right in unusual ways must pass. Reports the mutation score.
 #include <cstdio>
 #include <fstream>
+#include <algorithm>
 #include <iomanip>
 #include <iostream>
+#include <map>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -162,4 +164,127 @@ TEST(ConformMutants, EveryWrongImplementationIsKilledAndEveryRightOnePasses) {
   std::cout << "mutation score: " << killed << "/" << wrong << " wrong implementations killed; " << passed << "/"
             << right << " right implementations passed\n";
   EXPECT_GE(wrong, 20);
+}
+
+// ---- Page-EntroKV and partitions (tests/mutants/page_impl.py, tests/mutants/partition_impl.py) -----------
+
+namespace {
+
+struct FamilyMutant {
+  const char* family;  // "page-entrokv" | "partition"
+  const char* impl;    // the command, without --mutant
+  const char* name;    // "" = the plain implementation
+  const char* claim;   // partition: "exact" | "heuristic"
+  bool wrong;
+  std::vector<std::string> rules;  // the rule(s) the shrunk counterexample must name
+};
+
+const char* kPageImpl = "python3 tests/mutants/page_impl.py";
+const char* kPartitionImpl = "python3 tests/mutants/partition_impl.py";
+
+const std::vector<FamilyMutant> kFamilyMutants = {
+    {"page-entrokv", kPageImpl, "mean_pooling", "", true, {"weights"}},
+    {"page-entrokv", kPageImpl, "weights_raw", "", true, {"weights", "sink-isolation"}},
+    {"page-entrokv", kPageImpl, "pool_raw", "", true, {"sink-isolation", "weights"}},
+    {"page-entrokv", kPageImpl, "sinks_not_reserved", "", true, {"reserved"}},
+    {"page-entrokv", kPageImpl, "ties_ignored_reserved", "", true, {"reserved"}},
+    {"page-entrokv", kPageImpl, "budget_plus_page", "", true, {"budget"}},
+    {"page-entrokv", kPageImpl, "budget_float", "", true, {"budget"}},
+    {"page-entrokv", kPageImpl, "max_score", "", true, {"page-score"}},
+    {"page-entrokv", kPageImpl, "per_head", "", true, {"shape"}},
+    {"page-entrokv", kPageImpl, "unsorted", "", true, {"order"}},
+    {"page-entrokv", kPageImpl, "partial_tokens", "", true, {"whole-pages", "pages-agree", "tokens-agree"}},
+    {"page-entrokv", kPageImpl, "stop_at_misfit", "", true, {"walk"}},
+    {"page-entrokv", kPageImpl, "", "", false, {}},
+    {"page-entrokv", kPageImpl, "ties_high", "", false, {}},
+    {"page-entrokv", kPageImpl, "fsum", "", false, {}},
+    {"page-entrokv", kPageImpl, "with_tokens", "", false, {}},
+    {"page-entrokv", "python3 tools/adapters/page_entrokv_adapter.py", "", "", false, {}},
+    {"partition", kPartitionImpl, "greedy_claimed_exact", "exact", true, {"not-optimal"}},
+    {"partition", kPartitionImpl, "over_budget", "exact", true, {"over-budget"}},
+    {"partition", kPartitionImpl, "groups_plus_one", "exact", true, {"groups"}},
+    {"partition", kPartitionImpl, "strict_budget", "exact", true, {"false-infeasible"}},
+    {"partition", kPartitionImpl, "false_infeasible", "exact", true, {"false-infeasible"}},
+    {"partition", kPartitionImpl, "boundaries_full", "exact", true, {"range"}},
+    {"partition", kPartitionImpl, "boundaries_descending", "exact", true, {"order"}},
+    {"partition", kPartitionImpl, "", "exact", false, {}},
+    {"partition", kPartitionImpl, "ties_high", "exact", false, {}},
+    {"partition", kPartitionImpl, "greedy", "heuristic", false, {}},
+    {"partition", "python3 tools/adapters/partition_adapter.py", "", "exact", false, {}},
+};
+
+// Brute-force Python implementations: partitions are enumerated, so n stays small (--max-size).
+constexpr int kFamilyCasesWrong = 300, kFamilyCasesRight = 200, kPartitionMaxSize = 10;
+
+std::string family_impl(const FamilyMutant& m) {
+  return std::string(m.impl) + (*m.name ? std::string(" --mutant ") + m.name : "");
+}
+
+std::string family_args(const FamilyMutant& m) {
+  std::string a = "--method " + std::string(m.family) + " --seed " + std::to_string(kSeed);
+  if (std::string(m.family) == "partition") a += " --claim " + std::string(m.claim) + " --max-size " + std::to_string(kPartitionMaxSize);
+  return a;
+}
+
+}  // namespace
+
+TEST(ConformMutants, PageEntroKVAndPartitionMutantsAreKilledWithTheirRuleAndRightOnesPass) {
+  if (!python_available()) GTEST_SKIP() << "SKIPPED: python3 (stdlib) is needed to run the mutants";
+  std::map<std::string, std::pair<int, int>> killed, passed;  // family -> (done, of)
+  std::ostringstream table;
+  table << std::left << std::setw(14) << "family" << std::setw(24) << "implementation" << std::setw(10) << "expected"
+        << std::setw(11) << "verdict" << std::setw(7) << "cases" << std::setw(18) << "rule" << "shrunk size, queries\n";
+  for (const auto& m : kFamilyMutants) {
+    const int cases = m.wrong ? kFamilyCasesWrong : kFamilyCasesRight;
+    auto r = run_cli(family_args(m) + " --cases " + std::to_string(cases) + " --impl " + quote(family_impl(m)));
+    const std::string label = std::string(m.impl).find("adapters") != std::string::npos ? "(example adapter)"
+                              : *m.name                                                  ? m.name
+                                                                                         : "(reference)";
+    ASSERT_TRUE(r.report.is_object()) << label << ": no JSON report; stderr: " << r.err;
+    const std::string verdict = r.report["verdict"];
+    const int judged = r.report["cases"]["judged"];
+    std::string rule = "-", shrunk = "-";
+    if (r.report.contains("counterexample")) {
+      const auto& c = r.report["counterexample"];
+      rule = c["rule"];
+      shrunk = c.contains("n") ? "n " + c["n"].dump() + ", m " + c["groups"].dump()
+                               : c["heads"].dump() + " heads x T " + c["tokens"].dump() + ", G " + c["group_size"].dump() +
+                                     ", P " + c["page_size"].dump();
+      shrunk += ", " + c["shrink"]["candidates_tried"].dump();
+    }
+    table << std::left << std::setw(14) << m.family << std::setw(24) << label << std::setw(10)
+          << (m.wrong ? "killed" : "passes") << std::setw(11) << verdict << std::setw(7) << judged << std::setw(18) << rule
+          << shrunk << "\n";
+    if (m.wrong) {
+      ++killed[m.family].second;
+      const bool is_killed = r.exit_code == 1 && verdict == "violates";
+      EXPECT_TRUE(is_killed) << m.family << "/" << m.name << " SURVIVED (" << verdict << ", exit " << r.exit_code
+                             << "); stderr: " << r.err;
+      if (!is_killed) continue;
+      ++killed[m.family].first;
+      EXPECT_NE(std::find(m.rules.begin(), m.rules.end(), rule), m.rules.end())
+          << m.name << ": the shrunk counterexample names " << rule;
+      // The shrunk request, replayed: the mutant still violates it, the plain implementation conforms.
+      const std::string path = "/tmp/kvaudit_conform_family_replay_" + std::to_string(::getpid()) + ".jsonl";
+      std::ofstream(path) << r.report["counterexample"]["request_line"].get<std::string>() << "\n";
+      auto again = run_cli(family_args(m) + " --replay " + path + " --impl " + quote(family_impl(m)));
+      EXPECT_EQ(again.exit_code, 1) << m.name << ": replaying the counterexample did not violate: " << again.err;
+      auto ref = run_cli(family_args(m) + " --replay " + path + " --impl " + quote(m.impl));
+      EXPECT_EQ(ref.exit_code, 0) << m.name << ": the reference does not conform on the counterexample: " << ref.err;
+      std::remove(path.c_str());
+    } else {
+      ++passed[m.family].second;
+      const bool ok = r.exit_code == 0 && verdict == "conforms" && judged == cases;
+      passed[m.family].first += ok;
+      EXPECT_TRUE(ok) << m.family << "/" << label << " is right but was rejected (" << verdict << "): " << r.err << "\n" << r.out;
+      if (std::string(m.claim) == "heuristic") {
+        EXPECT_TRUE(r.report.contains("gap")) << "a heuristic run reports the gap distribution";
+      }
+    }
+  }
+  std::cout << table.str();
+  for (const auto& [family, k] : killed) {
+    std::cout << "mutation score " << family << ": " << k.first << "/" << k.second << " wrong implementations killed; "
+              << passed[family].first << "/" << passed[family].second << " right implementations passed\n";
+  }
 }
