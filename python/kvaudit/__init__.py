@@ -106,17 +106,23 @@ def select(method, scores, compression_ratio, *, chunk_length=None, rescue_size=
 
 
 def check(method, scores, kept, compression_ratio, *, chunk_length=None, rescue_size=4, entropy_threshold=None,
-          flavour="kvpress", median="lower") -> Verdict:
+          flavour="kvpress", median="lower", canonical_first=None) -> Verdict:
     """``kvaudit check``: is ``kept`` a selection the spec produces under some order of tied values?
 
     ``kept``: a sequence / 1-D integer array of positions, or one per head (a sequence of sequences or a 2-D
     array, the CLI's ``kept_per_head``). Order, duplicates and range are judged, not rejected. Returns a
     ``Verdict``; ``bool(verdict)`` is True only for "conforms" (inconclusive never passes).
+
+    ``canonical_first``: accept a claim equal to the oracle's canonical selection (ties toward the lower index, a
+    spec output by definition) without running the admissibility procedure; any other claim is judged by it, as
+    the CLI judges every claim. None (default): on for the kvpress flavour (its canonical selection costs
+    microseconds, the full procedure milliseconds), off for the exact flavour. The verdict is the same either way.
     """
     c, r, thr = _knobs(chunk_length, rescue_size, entropy_threshold)
     if not isinstance(kept, _np.ndarray) and hasattr(kept, "__dlpack__"):
         kept = _np.from_dlpack(kept)
-    return _kvaudit.check(method, _array(scores), kept, ratio_text(compression_ratio), c, r, thr, flavour, median)
+    fast = None if canonical_first is None else bool(canonical_first)
+    return _kvaudit.check(method, _array(scores), kept, ratio_text(compression_ratio), c, r, thr, flavour, median, fast)
 
 
 def partition(probs, entropy_budget, groups=None, solver="exact", time_limit=None) -> dict:

@@ -52,12 +52,29 @@ if HAVE_HYPOTHESIS:
             SEEN.update(classify(method, scores, kw, kept))
             SEEN["cases"] += 1
             assert_conforms(kvaudit.check(method, scores, kept, **kw), f"{method} {kw}")
+            # What canonical_first relies on: the full admissibility procedure accepts the canonical selection.
+            v = kvaudit.check(method, scores, kept, canonical_first=False, **kw)
+            assert_conforms(v, f"{method} {kw} (full procedure)")
+            assert np.array_equal(v.admissible_answer, kept)
 
         run()
         print(dict(SEEN))
         assert SEEN["cases"] >= 200
         for tag in ("ties", "tie-at-cut", "partial-chunk", "T<C"):
             assert SEEN[tag] >= 5, (tag, dict(SEEN))
+
+    @SETTINGS
+    @given(selector_cases(), st.integers(0, 2**32 - 1))
+    def test_canonical_first_gives_the_same_verdict(case, seed):
+        method, scores, kw = case
+        kept = kvaudit.select(method, scores, **kw)
+        if np.ndim(kept) == 2:
+            return
+        rng = np.random.default_rng(seed)
+        claim = np.sort(rng.choice(scores.shape[1], size=len(kept), replace=False)) if len(kept) else kept
+        a = kvaudit.check(method, scores, claim, canonical_first=True, **kw)
+        b = kvaudit.check(method, scores, claim, canonical_first=False, **kw)
+        assert (a.status, a.rule, a.message) == (b.status, b.rule, b.message)
 
     @SETTINGS
     @given(score_arrays(min_tokens=12, max_tokens=60, allow_negative=False), st.sampled_from(["0.5", "0.75", "0.9"]))
