@@ -454,5 +454,7 @@ TEST(ConformPageJudge, ThroughputInProcessAtT512G8) {
   };
   const double r = rate(canonical, 0.5);
   std::cout << "Page-EntroKV judge: " << static_cast<long>(r) << " cases/s in-process (T 32..512, G 1..8, canonical answers)\n";
-  if (!kSanitized) EXPECT_GE(r, 20000.0) << "the judge must never be the bottleneck (issue 17)";
+  if (!kSanitized) {
+    EXPECT_GE(r, 20000.0) << "the judge must never be the bottleneck (issue 17)";
+  }
 }
