@@ -54,7 +54,7 @@ const bool registered = kvaudit::cli::register_command([](CLI::App& root) {
   cmd->add_option("--cases", args->cases, "Generated cases");
   cmd->add_option("--max-size", args->max_size,
                   "Bound on generated sizes (T for chunk and page cases, n for partitions); shrinking never exceeds it")
-      ->check(CLI::PositiveNumber);
+      ->check(CLI::Range(kvaudit::Index{1}, kvaudit::Index{1} << 40));
   cmd->add_option("--claim", args->claim,
                   "partition: exact (every answer must reach the certified optimum) | heuristic (gap reported)")
       ->check(CLI::IsMember({"exact", "heuristic"}));
