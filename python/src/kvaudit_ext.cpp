@@ -298,11 +298,23 @@ ScoreTensor attention_tensor(const Array& a, const std::string& source, Precisio
 
 // ---- Positions in (the CLI's read_selection, from Python objects instead of JSON) ----------------------------
 
+// An entry as the CLI's message quotes it (nlohmann's dump of the JSON value): numpy scalars as their Python
+// value, floats by float's own repr ("1.5", not numpy 2's "np.float64(1.5)").
 std::string entry_text(nb::handle v) {
-  if (v.is_none()) return "null";
-  if (PyBool_Check(v.ptr())) return v.ptr() == Py_True ? "true" : "false";
-  if (PyUnicode_Check(v.ptr())) return json(nb::cast<std::string>(v)).dump();
-  return nb::cast<std::string>(nb::repr(v));
+  nb::object o = nb::borrow(v);
+  if (!PyLong_Check(o.ptr()) && !PyFloat_Check(o.ptr()) && nb::hasattr(o, "item") && !PySequence_Check(o.ptr())) {
+    nb::object item = o.attr("item")();
+    if (!nb::hasattr(item, "item")) o = item;
+  }
+  if (o.is_none()) return "null";
+  if (PyBool_Check(o.ptr())) return o.ptr() == Py_True ? "true" : "false";
+  if (PyUnicode_Check(o.ptr())) return json(nb::cast<std::string>(o)).dump();
+  if (PyFloat_Check(o.ptr())) {
+    nb::object r = nb::steal(PyFloat_Type.tp_repr(o.ptr()));
+    if (!r.is_valid()) throw nb::python_error();
+    return nb::cast<std::string>(r);
+  }
+  return nb::cast<std::string>(nb::repr(o));
 }
 
 Index read_position(nb::handle v, const std::string& source, const std::string& field) {
@@ -562,11 +574,14 @@ PyVerdict check_fn(const std::string& method, const Array& scores, nb::handle ke
   // canonical selection is computed in float32 (microseconds); off for the exact flavour, whose canonical
   // selection costs as much as the check. python/tests assert check_admissible(canonical) conforms.
   const bool fast = canonical_first.value_or(p.flavour == Flavour::Kvpress);
-  if (fast) {
-    c->canonical = oracle::select(c->file.view(), c->params);
-    if (c->canonical->kept == c->claimed.kept) v.verdict = Verdict::conforms();
+  {
+    nb::gil_scoped_release unlocked;  // C++ data only from here: other Python threads may run
+    if (fast) {
+      c->canonical = oracle::select(c->file.view(), c->params);
+      if (c->canonical->kept == c->claimed.kept) v.verdict = Verdict::conforms();
+    }
+    if (!fast || !(c->canonical->kept == c->claimed.kept)) v.verdict = oracle::check_admissible(c->file.view(), c->params, c->claimed);
   }
-  if (!fast || !(c->canonical->kept == c->claimed.kept)) v.verdict = oracle::check_admissible(c->file.view(), c->params, c->claimed);
   v.chunk = std::move(c);
   return v;
 }
@@ -643,6 +658,7 @@ std::string partition_fn(const Array& probs, double budget, std::optional<long l
     const oracle::PartitionProblem prob{p, budget, m};
     oracle::PartitionAnswer a;
     try {
+      nb::gil_scoped_release unlocked;
       a = solver == "enumerate" ? oracle::enumerate_partitions(prob) : oracle::solve_exact(prob, {4'000'000'000, time_limit});
     } catch (const std::length_error& e) {
       throw InputError("--solver", "enumerate", e.what());

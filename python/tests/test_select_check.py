@@ -379,6 +379,8 @@ def test_bad_knobs_same_message(cli, ratio, c, r, flavour, median, thr):
 @pytest.mark.parametrize("sel,kept", [
     ({"kept": [0, 1.5]}, [0, 1.5]), ({"kept": [0, True]}, [0, True]), ({"kept": 3}, 3),
     ({"kept": [1, 2**63]}, [1, 2**63]), ({"kept": "12"}, "12"),
+    ({"kept": [0.0, 2.5]}, np.array([0, 2.5])), ({"kept": [0.0, 2.0]}, np.array([0.0, 2.0], np.float32)),
+    ({"kept": [0, None]}, [0, None]), ({"kept_per_head": [[0], [1.5]]}, [[0], [1.5]]),
 ])
 def test_bad_kept_same_message(cli, sel, kept):
     x = tie_heavy(1, 30, 0)
