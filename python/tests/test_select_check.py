@@ -399,3 +399,21 @@ def test_bad_method_and_names():
         kvaudit.check("chunkkv", x, [0], "0.5", flavour="fast")
     with pytest.raises(ValueError, match="rescue_size"):
         kvaudit.select("eg-chunkkv", x, "0.5", rescue_size=2.5)
+
+
+def test_checks_from_threads_give_the_serial_verdicts():
+    """check() releases the GIL around the oracle: concurrent calls must give exactly the serial verdicts."""
+    from concurrent.futures import ThreadPoolExecutor
+    rng = np.random.default_rng(5)
+    cases = []
+    for i in range(24):
+        scores = tie_heavy(2, 40 + i, i)
+        kept = kvaudit.select("eg-chunkkv", scores, "0.8")
+        claim = kept if i % 2 else np.sort(rng.choice(scores.shape[1], size=len(kept), replace=False))
+        cases.append((scores, claim))
+    run = lambda c: (lambda v: (v.status, v.rule, v.message))(kvaudit.check("eg-chunkkv", c[0], c[1], "0.8", canonical_first=False))
+    serial = [run(c) for c in cases]
+    with ThreadPoolExecutor(4) as pool:
+        threaded = list(pool.map(run, cases))
+    assert threaded == serial
+    assert {s for s, _, _ in serial} == {"conforms", "violates"}
