@@ -18,6 +18,7 @@
 #include "core/pooling/bucket_masses.h"
 #include "core/pooling/greedy_partition.h"
 #include "core/pooling/kv_pool.h"
+#include "core/exact/log_linear_sign.h"
 #include "oracle/partition_arith.h"
 #include "oracle/partition_enumerate.h"
 #include "oracle/partition_exact.h"
@@ -146,6 +147,7 @@ Section pooling_section(const AuditContext& ctx) {
   const bool have_data = ctx.dumps && !ctx.dumps->empty();
   s["status"] = have_data ? "ran" : "missing-inputs";
   if (!have_data) s["status_reason"] = "no dumps in " + ctx.data_dir + ": real-row statistics not run; synthetic parts ran";
+  const exact::ExactSignStats sign_before = exact::exact_sign_stats();
 
   // ---- Shrunk counterexamples (synthetic, exhaustive over small instances) ----
   ctx.progress("pooling: counterexample search");
@@ -345,6 +347,12 @@ Section pooling_section(const AuditContext& ctx) {
                   {"merge_identity_max_residual_extended", max_resid_ext}, {"buckets", kBuckets},
                   {"counterexamples", counterexamples},
                   {"seed_synthetic", synth}};
+  // Comparisons the 332-bit path could not tell, decided completely (proofs/12_exact_log_sign.md).
+  const exact::ExactSignStats sign_after = exact::exact_sign_stats();
+  s["summary"]["exact_decisions"] = {{"complete_decisions", sign_after.decisions - sign_before.decisions},
+                                     {"exact_ties", sign_after.exact_zeros - sign_before.exact_zeros},
+                                     {"needed_more_than_332_bits", sign_after.above_332_bits - sign_before.above_332_bits},
+                                     {"largest_precision_bits", sign_after.max_precision_bits}};
   if (greedy_failed > 0)
     s["findings"].push_back({{"id", "pooling-greedy-infeasible-real"}, {"rule", "greedy-feasibility"}, {"verdict", "violates"},
                              {"message", std::to_string(greedy_failed) + " real-row instances where greedy ended above R "

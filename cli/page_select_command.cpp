@@ -51,7 +51,8 @@ const bool registered = kvaudit::cli::register_command([](CLI::App& root) {
     p.sink_pages = pick(a->sink_pages, "--sink-pages", "reserved", "scored") ? paging::SinkPages::Reserved : paging::SinkPages::Scored;
     p.greedy = pick(a->greedy, "--greedy", "skip-misfits", "stop-at-first-misfit") ? paging::GreedyRule::SkipMisfits
                                                                                       : paging::GreedyRule::StopAtFirstMisfit;
-    const ScoreTensor attn = cli::load_attention(a->input);
+    cli::Float32Input precision;
+    const ScoreTensor attn = cli::load_attention(a->input, precision);
     if (attn.heads % p.group_size != 0)
       throw InputError("--group-size", "group_size", "q_heads " + std::to_string(attn.heads) + " is not divisible by " + std::to_string(p.group_size));
     const paging::PageSelection s = paging::select_pages(attn, p);
@@ -81,6 +82,7 @@ const bool registered = kvaudit::cli::register_command([](CLI::App& root) {
                                 {"pooling", a->pooling},
                                 {"page_score", a->page_score},
                                 {"sinks", p.n_sink},
+                                {"precision", precision.describe()},
                                 {"groups", groups},
                                 {"total_kept_pages", total_pages},
                                 {"ledger_kept_tuples", s.kept_total()},

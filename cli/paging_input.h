@@ -11,6 +11,7 @@
 #include "core/error.h"
 #include "core/io/dump.h"
 #include "core/io/npy.h"
+#include "cli/float32_input.h"
 #include "core/types.h"
 
 namespace kvaudit::cli {
@@ -33,8 +34,9 @@ inline void add_attn_options(CLI::App* cmd, AttnSource& s) {
 // 2 T 2^-24 covers float32 dumps with a factor-2 margin; the 1e-3 floor admits float16 storage (2^-11 per value).
 inline double row_sum_tolerance(Index tokens) { return 1e-3 + 2.0 * static_cast<double>(tokens) * std::ldexp(1.0, -24); }
 
-// (1, q_heads, T) as a ScoreTensor, validated; throws InputError naming the file and the field.
-inline ScoreTensor load_attention(const AttnSource& s) {
+// (1, q_heads, T) as a ScoreTensor, validated; throws InputError naming the file and the field. `precision`
+// records the stored dtype and how many values float32 rounded.
+inline ScoreTensor load_attention(const AttnSource& s, Float32Input& precision) {
   ScoreTensor out;
   std::string source;
   if (!s.attn.empty()) {
@@ -42,7 +44,7 @@ inline ScoreTensor load_attention(const AttnSource& s) {
     source = s.attn;
     io::NpyArray a = io::read_npy(s.attn);
     if (a.shape.size() != 2 || a.values.empty()) throw InputError(s.attn, "shape", "expected a floating (q_heads, T) array");
-    out = {1, a.shape[0], a.shape[1], std::move(a.values)};
+    out = {1, a.shape[0], a.shape[1], narrow_for_float32(a, s.attn, precision)};
   } else if (!s.data.empty()) {
     if (s.prompt.empty() || s.layer < 0) throw InputError("--data", "prompt", "--data needs --prompt and --layer");
     const auto dumps = io::load_dumps(s.data);
@@ -51,6 +53,7 @@ inline ScoreTensor load_attention(const AttnSource& s) {
     source = it->file;
     const ScoreTensor all = it->scores("attention.window_mean");
     if (s.layer >= all.layers) throw InputError(it->file, "layer", "layer " + std::to_string(s.layer) + " >= " + std::to_string(all.layers));
+    precision = {"dump", 0};  // dumps store f16, bf16 or f32: float32 holds them exactly
     out = {1, all.heads, all.tokens, {}};
     out.values.assign(all.values.begin() + s.layer * all.heads * all.tokens, all.values.begin() + (s.layer + 1) * all.heads * all.tokens);
   } else {

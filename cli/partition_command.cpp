@@ -16,9 +16,10 @@
 #include "oracle/partition_exact.h"
 
 namespace {
-// The file holds float32 values (or wider, rounded to float32 by read_npy): each p_i carries a relative
-// rounding of 2^-24, so a vector meant to sum to 1 sums to 1 within n 2^-24; we accept |sum - 1| <= 1e-4
-// (n up to ~1600 at that rate, and attention rows exported in bf16 are renormalized by the caller).
+// The values are solved exactly as stored (f2, f4 or f8: read_npy never rounds). A vector meant to sum to 1
+// but stored in float32 sums to 1 only within n 2^-24; we accept |sum - 1| <= 1e-4 (n up to ~1600 at that
+// rate; attention rows exported in bf16 are renormalized by the caller). The check sums in double: it gates
+// input, it decides nothing the answer depends on.
 constexpr double kSumTolerance = 1e-4;
 
 struct Options {
@@ -34,12 +35,11 @@ void run(const Options& o) {
   const auto arr = kvaudit::io::read_npy(o.probs);
   if (arr.shape.size() != 1) throw InputError(o.probs, "shape", "expected a 1-D probability vector");
   if (arr.values.empty()) throw InputError(o.probs, "values", "expected floating values, at least one");
-  kvaudit::io::require_finite(arr.values, o.probs, "values");
-  std::vector<double> p;
+  kvaudit::io::require_finite(std::span<const double>(arr.values), o.probs, "values");
+  const std::vector<double>& p = arr.values;
   double sum = 0.0;
-  for (float x : arr.values) {
+  for (double x : p) {
     if (x < 0) throw InputError(o.probs, "values", "probabilities must be >= 0");
-    p.push_back(x);
     sum += x;
   }
   if (std::fabs(sum - 1.0) > kSumTolerance)
@@ -54,11 +54,10 @@ void run(const Options& o) {
     const auto g = kvaudit::pooling::greedy_partition(p, m, o.budget);
     const kvaudit::oracle::ExactPrefix prefix(p);
     const auto b = kvaudit::oracle::full_bounds(g.cuts, n);
-    const auto d = prefix.compare_with(b, o.budget);
     using D = kvaudit::oracle::ExactPrefix::Decision;
+    // Feasibility of the returned partition, decided exactly; its optimality is not claimed.
     out = {{"solver", "greedy"}, {"boundaries", g.cuts}, {"groups", g.cuts.size() + 1},
-           {"entropy_bits", prefix.entropy_extended(b)}, {"feasible", d == D::Less || d == D::Equal},
-           {"certified", d != D::Undecided},  // the feasibility of this partition, not optimality
+           {"entropy_bits", prefix.entropy_extended(b)}, {"feasible", prefix.compare_with(b, o.budget) != D::Greater},
            {"optimal", nullptr}, {"lookahead_steps", g.lookahead_steps}};
   } else {
     const kvaudit::oracle::PartitionProblem prob{p, o.budget, m};
@@ -73,10 +72,11 @@ void run(const Options& o) {
            {"entropy_bits", a.feasible ? nlohmann::json(a.entropy_bits) : nlohmann::json(nullptr)},
            {"feasible", a.feasible}, {"certified", a.certified}, {"complete", a.complete},
            {"optimum_upper_bound", std::isfinite(a.optimum_upper) ? nlohmann::json(a.optimum_upper) : nlohmann::json(nullptr)},
-           {"nodes", a.nodes}, {"extended_precision_decisions", a.extended_decisions}};
+           {"nodes", a.nodes}, {"exact_decisions", a.extended_decisions}};
     if (!a.note.empty()) out["note"] = a.note;
   }
   out["n"] = n;
+  out["input_dtype"] = arr.dtype;  // solved as stored, never narrowed
   out["entropy_budget"] = o.budget;
   out["form"] = m ? "fixed-m" : "free";
   std::cout << out.dump() << "\n";

@@ -9,6 +9,7 @@
 #include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
 
+#include "cli/float32_input.h"
 #include "core/compression_ratio.h"
 #include "core/error.h"
 #include "core/io/npy.h"
@@ -62,6 +63,7 @@ inline SelectorParams to_params(const SelectArgs& a) {
 struct ScoreFile {
   Index heads = 0, tokens = 0;
   std::vector<float> values;
+  Float32Input precision;
   HeadScores view() const { return HeadScores{heads, tokens, {values.data(), values.size()}}; }
 };
 
@@ -80,8 +82,7 @@ inline ScoreFile read_score_file(const std::string& path) {
     throw InputError(path, "shape", "expected (T,) or (heads, T), got rank " + std::to_string(a.shape.size()));
   }
   if (f.heads < 1 || f.tokens < 1) throw InputError(path, "shape", "empty score array (heads and T must be >= 1)");
-  io::require_finite(a.values, path, "values");
-  f.values = std::move(a.values);
+  f.values = narrow_for_float32(a, path, f.precision);
   return f;
 }
 
@@ -96,7 +97,8 @@ inline nlohmann::json describe_params(const SelectorParams& p, const ScoreFile& 
                       {"tokens", f.tokens},
                       {"heads", f.heads},
                       {"chunk_length", p.chunk_length},
-                      {"budget_rule", select::budget_rule(p)}};
+                      {"budget_rule", select::budget_rule(p)},
+                      {"precision", f.precision.describe()}};
   if (p.method == Method::EgChunkKV) {
     j["rescue_size"] = p.rescue_size;
     j["median"] = p.median == MedianRule::Lower ? "lower" : "mean";

@@ -42,7 +42,8 @@ const bool registered = kvaudit::cli::register_command([](CLI::App& root) {
     if (a->page_size < 1) throw InputError("--page-size", "page_size", "must be >= 1");
     if (a->page_score != "sum" && a->page_score != "max") throw InputError("--page-score", "page_score", "expected sum or max");
     const CompressionRatio rho = parse_compression_ratio(a->ratio);
-    const ScoreTensor attn = cli::load_attention(a->input);
+    cli::Float32Input precision;
+    const ScoreTensor attn = cli::load_attention(a->input, precision);
     if (attn.heads % a->group_size != 0)
       throw InputError("--group-size", "group_size", "q_heads " + std::to_string(attn.heads) + " is not divisible by " + std::to_string(a->group_size));
     const Index k = op::page_token_budget(attn.tokens, rho.text);
@@ -67,6 +68,7 @@ const bool registered = kvaudit::cli::register_command([](CLI::App& root) {
                                 {"k", k},
                                 {"page_size", a->page_size},
                                 {"page_k", op::page_level_k(k, a->page_size)},
+                                {"precision", precision.describe()},
                                 {"groups", groups},
                                 {"max_token_ratio", max_tok.str()},
                                 {"max_page_ratio", max_page.str()},

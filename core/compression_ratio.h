@@ -14,7 +14,7 @@ CompressionRatio parse_compression_ratio(const std::string& text, const std::str
 Index kvpress_float_budget(Index tokens, double rho);
 
 // The exact budget max(1, floor((1 - rho) T)) from the decimal text, in integer arithmetic.
-// Throws InputError if the numbers would overflow 64-bit intermediates.
+// Arbitrary-precision: any number of decimal digits (text up to 4096 characters).
 Index exact_budget(Index tokens, const CompressionRatio& rho);
 
 }  // namespace kvaudit

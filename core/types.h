@@ -1,4 +1,5 @@
-// Plain value types shared by every stage. This is the only part of core/ that oracle/ may include.
+// Plain value types shared by every stage. With core/exact (arithmetic), the only part of core/ that oracle/
+// may include.
 #pragma once
 
 #include <cstdint>

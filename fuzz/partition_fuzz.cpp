@@ -1,8 +1,9 @@
 // Differential libFuzzer harness: the greedy entropy-budgeted partition (core/pooling) against the certified
 // exact solver (oracle/partition_exact.h) at small n. The greedy may miss a feasible partition (it is a
 // heuristic, and the audit measures that gap) but must never: disagree on validity, return malformed cuts,
-// call a partition feasible that is above R in 332-bit arithmetic, claim feasibility when the certified
-// solver proved none exists, or beat the certified optimum. Each of those prints the case and traps.
+// call a partition feasible that is above R (decided exactly), claim feasibility when the certified solver
+// proved none exists, beat the certified optimum, or (free form) stop at an infeasible partition while a
+// feasible one exists, unless its final H lies within the rounding bound of R. Each prints the case and traps.
 #include <fuzzer/FuzzedDataProvider.h>
 
 #include <cmath>
@@ -82,13 +83,17 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
 
   oracle::ExactPrefix prefix(p);
   const auto mine = oracle::full_bounds(greedy.cuts, n);
-  if (greedy.feasible && !greedy.near_budget && prefix.compare_with(mine, R) == Decision::Greater)
+  // greedy.feasible is proven (H + bound <= R), so it must hold exactly, near the budget or not.
+  if (greedy.feasible && prefix.compare_with(mine, R) == Decision::Greater)
     report_and_trap("partition: greedy calls a partition above R feasible", describe(p, m, R) + "\ncuts " + cuts_text(greedy.cuts));
   if (!exact.complete || !exact.certified) return 0;  // nothing proven to compare against (limits hit)
-  if (!exact.feasible && greedy.feasible && !greedy.near_budget)
+  if (!m && exact.feasible && !greedy.feasible && !greedy.near_budget)
+    report_and_trap("partition: free-form greedy ends infeasible although a feasible partition exists",
+                    describe(p, m, R) + "\ncuts " + cuts_text(greedy.cuts));
+  if (!exact.feasible && greedy.feasible)
     report_and_trap("partition: greedy feasible where the certified solver proved no partition is",
                     describe(p, m, R) + "\ncuts " + cuts_text(greedy.cuts));
-  if (exact.feasible && greedy.feasible && !greedy.near_budget &&
+  if (exact.feasible && greedy.feasible &&
       prefix.compare(mine, oracle::full_bounds(exact.cuts, n)) == Decision::Greater)
     report_and_trap("partition: greedy beats the certified optimum",
                     describe(p, m, R) + "\ngreedy " + cuts_text(greedy.cuts) + "\nexact " + cuts_text(exact.cuts));

@@ -1,15 +1,18 @@
-// Interval masses, h(x) in double with its error bound, and 332-bit MPFR re-decisions (see partition_arith.h).
+// Interval masses, h(x) in double with its error bound, and exact decisions (see partition_arith.h).
 #include "oracle/partition_arith.h"
 
 #include <algorithm>
 #include <cmath>
-#include <limits>
 #include <stdexcept>
 
 #include <boost/multiprecision/mpfr.hpp>
-#include <gmp.h>
+
+#include "core/exact/log_linear_sign.h"
 
 namespace kvaudit::oracle {
+
+using exact::LogLinearForm;
+using exact::Rational;
 
 using Real = boost::multiprecision::mpfr_float_100;  // 100 decimal digits = 333 bits of mantissa
 
@@ -20,22 +23,30 @@ double entropy_error_bound(double entropy, Index terms) {
 }
 
 struct ExactPrefix::Impl {
-  std::vector<Real> prefix;  // prefix[i] = p_1 + ... + p_i, exact
+  std::vector<Real> prefix;         // prefix[i] = p_1 + ... + p_i in 333 bits (exact when ExactPrefix::exact_)
+  std::vector<Rational> rational;   // the same sums, always exact
+  Rational mass(Index a, Index b) const { return rational[b] - rational[a]; }
 };
 
 ExactPrefix::ExactPrefix(std::span<const double> p) : impl_(std::make_unique<Impl>()) {
   n_ = static_cast<Index>(p.size());
   impl_->prefix.resize(p.size() + 1);
+  impl_->rational.resize(p.size() + 1);
   hi_.resize(p.size() + 1);
   lo_.resize(p.size() + 1);
   Real s = 0;
+  Rational exact_sum = 0;
   impl_->prefix[0] = 0;
+  impl_->rational[0] = 0;
   for (std::size_t i = 0; i < p.size(); ++i) {
     if (!std::isfinite(p[i]) || p[i] < 0) throw std::invalid_argument("probabilities must be finite and >= 0");
-    // A sum of doubles in [2^-250, 2] needs at most ~305 bits: exact in 333 bits.
+    // A sum of doubles in [2^-250, 2] needs at most ~305 bits: exact in 333 bits. Below that only the
+    // rational sums are exact, and every decision goes to the complete procedure.
     if (p[i] != 0.0 && p[i] < std::ldexp(1.0, -250)) exact_ = false;
     s += p[i];
+    exact_sum += Rational(p[i]);
     impl_->prefix[i + 1] = s;
+    impl_->rational[i + 1] = exact_sum;
   }
   for (std::size_t i = 0; i <= p.size(); ++i) {
     hi_[i] = impl_->prefix[i].convert_to<double>();
@@ -83,65 +94,6 @@ Eval evaluate(const std::vector<Real>& prefix, std::span<const Index> bounds) {
   return e;
 }
 
-// Exact tie-break for commensurable masses. Every mass is a dyadic rational M 2^e (a sum of doubles), so with a
-// common exponent and g = gcd of the nonzero M, q_i = c_i g 2^E. Both partitions cover the same total, so
-// sum c_i is the same, and H = -g 2^E (sum c_i log2 c_i + sum c_i log2(g 2^E)): H_a < H_b exactly when
-// prod c_i^c_i of a exceeds that of b. Decided with GMP integers when sum c_i is small enough to raise
-// (<= 200000); returns Undecided otherwise. Needed because distinct multisets can tie exactly, e.g.
-// x{1,1,2,3,6,10} and x{3,3,3,4,10}: 2 + 3 log 3 + 6 log 6 = 8 + 9 log 3 = 3 (3 log 3) + 4 log 4.
-ExactPrefix::Decision commensurable_compare(const std::vector<Real>& a, const std::vector<Real>& b) {
-  using D = ExactPrefix::Decision;
-  struct Z {
-    mpz_t v;
-    Z() { mpz_init(v); }
-    ~Z() { mpz_clear(v); }
-    Z(const Z&) = delete;
-  };
-  std::vector<std::unique_ptr<Z>> za, zb;
-  std::vector<long> ea, eb;
-  long emin = std::numeric_limits<long>::max();
-  auto load = [&](const std::vector<Real>& src, std::vector<std::unique_ptr<Z>>& z, std::vector<long>& e) {
-    for (const Real& q : src) {
-      if (q == 0) continue;
-      z.push_back(std::make_unique<Z>());
-      const long ex = mpfr_get_z_2exp(z.back()->v, q.backend().data());
-      e.push_back(ex);
-      emin = std::min(emin, ex);
-    }
-  };
-  load(a, za, ea);
-  load(b, zb, eb);
-  Z g;
-  auto align = [&](std::vector<std::unique_ptr<Z>>& z, const std::vector<long>& e) {
-    for (std::size_t i = 0; i < z.size(); ++i) {
-      mpz_mul_2exp(z[i]->v, z[i]->v, static_cast<mp_bitcnt_t>(e[i] - emin));
-      mpz_gcd(g.v, g.v, z[i]->v);
-    }
-  };
-  align(za, ea);
-  align(zb, eb);
-  if (mpz_sgn(g.v) == 0) return D::Undecided;
-  auto power_product = [&](std::vector<std::unique_ptr<Z>>& z, Z& out) {
-    mpz_set_ui(out.v, 1);
-    unsigned long total = 0;
-    Z c, t;
-    for (auto& zi : z) {
-      mpz_divexact(c.v, zi->v, g.v);
-      if (!mpz_fits_ulong_p(c.v)) return false;
-      const unsigned long cu = mpz_get_ui(c.v);
-      total += cu;
-      if (total > 200000) return false;
-      mpz_pow_ui(t.v, c.v, cu);
-      mpz_mul(out.v, out.v, t.v);
-    }
-    return true;
-  };
-  Z pa, pb;
-  if (!power_product(za, pa) || !power_product(zb, pb)) return D::Undecided;
-  const int cmp = mpz_cmp(pa.v, pb.v);
-  return cmp == 0 ? D::Equal : cmp > 0 ? D::Less : D::Greater;
-}
-
 // MPFR's log2 and products are correctly rounded at 333 bits; m terms summed: |err| <= (m + 4) 2^-330 (H + 1).
 Real mpfr_bound(const Real& H, std::size_t terms) {
   return Real(static_cast<double>(terms) + 4.0) * boost::multiprecision::ldexp(Real(1), -325) * (abs(H) + 1);
@@ -152,33 +104,51 @@ double ExactPrefix::entropy_extended(std::span<const Index> full_bounds) const {
   return evaluate(impl_->prefix, full_bounds).H.convert_to<double>();
 }
 
+namespace {
+ExactPrefix::Decision from_sign(int sign) {
+  using D = ExactPrefix::Decision;
+  return sign < 0 ? D::Less : sign > 0 ? D::Greater : D::Equal;
+}
+}  // namespace
+
 ExactPrefix::Decision ExactPrefix::compare_with(std::span<const Index> full_bounds, double R) const {
-  const Eval e = evaluate(impl_->prefix, full_bounds);
-  const Real d = e.H - Real(R);
-  if (e.exact && exact_) return d < 0 ? Decision::Less : d > 0 ? Decision::Greater : Decision::Equal;
-  const Real tol = mpfr_bound(e.H, e.masses.size());
-  if (d > tol) return Decision::Greater;
-  if (d < -tol) return Decision::Less;
-  return Decision::Undecided;
+  if (exact_) {  // fast path: 332-bit evaluation, decisive unless H is within its error bound of R
+    const Eval e = evaluate(impl_->prefix, full_bounds);
+    const Real d = e.H - Real(R);
+    if (e.exact) return from_sign(d < 0 ? -1 : d > 0 ? 1 : 0);
+    const Real tol = mpfr_bound(e.H, e.masses.size());
+    if (d > tol) return Decision::Greater;
+    if (d < -tol) return Decision::Less;
+  }
+  LogLinearForm x;  // H - R on the exact masses
+  for (std::size_t k = 1; k < full_bounds.size(); ++k) x.add_entropy_term(impl_->mass(full_bounds[k - 1], full_bounds[k]), +1);
+  x.add_constant(-Rational(R));
+  return from_sign(x.sign());
 }
 
 ExactPrefix::Decision ExactPrefix::compare(std::span<const Index> full_a, std::span<const Index> full_b) const {
-  Eval a = evaluate(impl_->prefix, full_a);
-  Eval b = evaluate(impl_->prefix, full_b);
-  const Real d = a.H - b.H;
-  if (a.exact && b.exact && exact_) return d < 0 ? Decision::Less : d > 0 ? Decision::Greater : Decision::Equal;
-  const Real tol = mpfr_bound(a.H, a.masses.size()) + mpfr_bound(b.H, b.masses.size());
-  if (d > tol) return Decision::Greater;
-  if (d < -tol) return Decision::Less;
   // H depends only on the multiset of masses (zero masses contribute nothing): equal multisets tie exactly.
-  auto nonzero_sorted = [](std::vector<Real>& v) {
-    v.erase(std::remove(v.begin(), v.end(), Real(0)), v.end());
-    std::sort(v.begin(), v.end());
+  auto masses = [&](std::span<const Index> bounds) {
+    std::vector<Rational> q;
+    for (std::size_t k = 1; k < bounds.size(); ++k)
+      if (Rational m = impl_->mass(bounds[k - 1], bounds[k]); m != 0) q.push_back(std::move(m));
+    std::sort(q.begin(), q.end());
+    return q;
   };
-  nonzero_sorted(a.masses);
-  nonzero_sorted(b.masses);
-  if (exact_ && a.masses == b.masses) return Decision::Equal;
-  return exact_ ? commensurable_compare(a.masses, b.masses) : Decision::Undecided;
+  const std::vector<Rational> qa = masses(full_a), qb = masses(full_b);
+  if (qa == qb) return Decision::Equal;
+  if (exact_) {  // fast path, as in compare_with
+    const Eval a = evaluate(impl_->prefix, full_a), b = evaluate(impl_->prefix, full_b);
+    const Real d = a.H - b.H;
+    if (a.exact && b.exact) return from_sign(d < 0 ? -1 : d > 0 ? 1 : 0);
+    const Real tol = mpfr_bound(a.H, a.masses.size()) + mpfr_bound(b.H, b.masses.size());
+    if (d > tol) return Decision::Greater;
+    if (d < -tol) return Decision::Less;
+  }
+  LogLinearForm x;  // H(a) - H(b)
+  for (const Rational& q : qa) x.add_entropy_term(q, +1);
+  for (const Rational& q : qb) x.add_entropy_term(q, -1);
+  return from_sign(x.sign());
 }
 
 std::vector<Index> full_bounds(const std::vector<Index>& cuts, Index n) {

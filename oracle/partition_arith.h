@@ -1,5 +1,6 @@
 // Arithmetic shared by the partition oracles: interval masses from exact prefix sums, h(x) = -x log2 x in
-// double with a derived error bound, and decisions re-done in extended precision (MPFR, 332 bits).
+// double with a derived error bound, and exact decisions: first in 332-bit MPFR, and where that cannot tell,
+// by the complete procedure of log_linear_sign.h on the exact rational masses.
 #pragma once
 
 #include <memory>
@@ -20,7 +21,8 @@ double h_bits(double x);
 // We double u for safety: bound = 2^-52 ((terms + 8) H + 4).
 double entropy_error_bound(double entropy, Index terms);
 
-// Exact (332-bit MPFR) prefix sums of p and the masses of intervals (a, b].
+// Exact prefix sums of p (rationals; also in 332-bit MPFR, exact unless some input is below 2^-250) and the
+// masses of intervals (a, b].
 class ExactPrefix {
  public:
   explicit ExactPrefix(std::span<const double> p);
@@ -29,8 +31,6 @@ class ExactPrefix {
   ExactPrefix& operator=(ExactPrefix&&) noexcept;
 
   Index size() const { return n_; }
-  // Every prefix sum was exact in 332 bits (false only for nonzero inputs below 2^-250).
-  bool exact() const { return exact_; }
   // Mass of (a, b] rounded to double: faithful, within u q + 2^-100 of the exact value.
   double mass(Index a, Index b) const;
   // h(mass(a, b)) in double.
@@ -40,12 +40,12 @@ class ExactPrefix {
   // double (for reporting).
   double entropy_extended(std::span<const Index> full_bounds) const;
 
-  enum class Decision { Less, Equal, Greater, Undecided };
-  // Compares H(partition) with R in 332-bit precision. Equal is returned only when the evaluation was
-  // exact (every mass 0 or a power of two); a difference within the MPFR error bound otherwise is Undecided.
+  // Every decision is exact: there is no undecided outcome on finite input.
+  enum class Decision { Less, Equal, Greater };
+  // Compares H(partition) with R exactly (R as the double it is, a dyadic rational).
   Decision compare_with(std::span<const Index> full_bounds, double R) const;
-  // Compares H(a) with H(b). Equal when both have the same multiset of exact masses (an exact tie) or both
-  // evaluations were exact and agree; Undecided when the difference is within the MPFR error bound otherwise.
+  // Compares H(a) with H(b) exactly. Equal multisets of masses (zeros sliding across a boundary, mirrored
+  // groups) are recognised as ties without evaluating anything.
   Decision compare(std::span<const Index> full_a, std::span<const Index> full_b) const;
 
  private:

@@ -21,7 +21,6 @@ bool Incumbent::offer(const std::vector<Index>& bounds, double h) {
     ++extended;
     const D d = prefix_.compare_with(bounds, R_);
     if (d == D::Greater) return false;
-    if (d == D::Undecided) ++undecided;
     equals_budget = d == D::Equal;
   }
   bool take = best_.empty();
@@ -33,8 +32,7 @@ bool Incumbent::offer(const std::vector<Index>& bounds, double h) {
     } else {
       ++extended;
       const D d = prefix_.compare(bounds, best_);
-      if (d == D::Undecided) ++undecided;
-      take = d == D::Greater || ((d == D::Equal || d == D::Undecided) && canonical_before(bounds, best_));
+      take = d == D::Greater || (d == D::Equal && canonical_before(bounds, best_));
     }
   }
   if (take) {

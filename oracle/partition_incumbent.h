@@ -1,5 +1,5 @@
-// The best-so-far partition of a search, with every feasibility and comparison decision certified: decided in
-// double when the gap exceeds the derived rounding bound, else re-decided in 332-bit precision.
+// The best-so-far partition of a search, with every feasibility and comparison decision exact: decided in
+// double when the gap exceeds the derived rounding bound, else re-decided exactly (ExactPrefix).
 #pragma once
 
 #include <vector>
@@ -26,8 +26,7 @@ class Incumbent {
   // The incumbent is certified to equal R exactly (nothing feasible can be larger).
   bool hits_budget() const { return hits_budget_; }
 
-  std::int64_t extended = 0;   // decisions re-done in extended precision
-  std::int64_t undecided = 0;  // of those, how many stayed within the MPFR error bound
+  std::int64_t extended = 0;   // decisions re-done exactly because double could not tell
 
   // Fills solver-independent fields of an answer from the incumbent (feasible, cuts, masses, entropy).
   void fill(PartitionAnswer& out) const;

@@ -26,15 +26,14 @@ struct PartitionAnswer {
   std::vector<Index> cuts;           // interior boundaries, strictly increasing, each in [1, n-1]
   std::vector<double> masses;        // q_k, rounded to double from the exact group sums
   double entropy_bits = std::numeric_limits<double>::quiet_NaN();  // H(q), rounded from extended precision
-  // True only when the search finished and every decision whose double outcome was within its rounding
-  // error bound was re-decided, conclusively, in extended precision.
+  // True exactly when the search finished: every decision is exact (a double outcome within its rounding
+  // bound is re-decided exactly), so only a node or time limit leaves an answer uncertified.
   bool certified = false;
   bool complete = true;              // false when a node or time limit stopped the search
   // A proven upper bound on the optimum (equals entropy_bits when complete; min(R, max-entropy DP) else).
   double optimum_upper = std::numeric_limits<double>::quiet_NaN();
   std::int64_t nodes = 0;            // search nodes (exact) or tuples (enumerate) visited
-  std::int64_t extended_decisions = 0;  // decisions re-done in extended precision
-  std::int64_t undecided = 0;           // extended-precision decisions that stayed within their error bound
+  std::int64_t extended_decisions = 0;  // decisions re-done exactly because double could not tell
   std::string note;                  // why not certified / why stopped, when relevant
 };
 

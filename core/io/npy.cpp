@@ -115,11 +115,11 @@ NpyArray read_npy(const std::string& path) {
         std::memcpy(&h, p + 2 * i, 2);
         a.values[i] = f16_to_float(h);
       } else if (width == 4) {
-        std::memcpy(&a.values[i], p + 4 * i, 4);
+        float f;
+        std::memcpy(&f, p + 4 * i, 4);
+        a.values[i] = f;
       } else {
-        double d;
-        std::memcpy(&d, p + 8 * i, 8);
-        a.values[i] = static_cast<float>(d);
+        std::memcpy(&a.values[i], p + 8 * i, 8);
       }
     }
   } else {
@@ -137,11 +137,14 @@ NpyArray read_npy(const std::string& path) {
   return a;
 }
 
-void write_npy(const std::string& path, const std::vector<Index>& shape, const std::vector<float>& values) {
+namespace {
+template <class T>
+void write_npy_as(const std::string& path, const std::vector<Index>& shape, const std::vector<T>& values,
+                  const char* descr) {
   std::string dims;
   for (Index d : shape) dims += std::to_string(d) + ", ";
   if (shape.size() > 1) dims.erase(dims.size() - 2);
-  std::string header = "{'descr': '<f4', 'fortran_order': False, 'shape': (" + dims + "), }";
+  std::string header = std::string("{'descr': '") + descr + "', 'fortran_order': False, 'shape': (" + dims + "), }";
   while ((10 + header.size() + 1) % 64 != 0) header += ' ';
   header += '\n';
   std::ofstream out(path, std::ios::binary);
@@ -149,14 +152,41 @@ void write_npy(const std::string& path, const std::vector<Index>& shape, const s
   char len[2] = {static_cast<char>(header.size() & 0xff), static_cast<char>(header.size() >> 8)};
   out.write(len, 2);
   out.write(header.data(), static_cast<std::streamsize>(header.size()));
-  out.write(reinterpret_cast<const char*>(values.data()), static_cast<std::streamsize>(values.size() * sizeof(float)));
+  out.write(reinterpret_cast<const char*>(values.data()), static_cast<std::streamsize>(values.size() * sizeof(T)));
   if (!out) throw InputError(path, "file", "cannot write");
 }
 
-void require_finite(const std::vector<float>& values, const std::string& source, const std::string& field) {
+template <class T>
+void require_finite_as(std::span<const T> values, const std::string& source, const std::string& field) {
   for (std::size_t i = 0; i < values.size(); ++i)
     if (!std::isfinite(values[i]))
       throw InputError(source, field, std::string(std::isnan(values[i]) ? "NaN" : "infinity") + " at flat index " + std::to_string(i));
+}
+}  // namespace
+
+void write_npy(const std::string& path, const std::vector<Index>& shape, const std::vector<float>& values) {
+  write_npy_as(path, shape, values, "<f4");
+}
+void write_npy(const std::string& path, const std::vector<Index>& shape, const std::vector<double>& values) {
+  write_npy_as(path, shape, values, "<f8");
+}
+
+void require_finite(std::span<const float> values, const std::string& source, const std::string& field) {
+  require_finite_as(values, source, field);
+}
+void require_finite(std::span<const double> values, const std::string& source, const std::string& field) {
+  require_finite_as(values, source, field);
+}
+
+Float32Values to_float32(const std::vector<double>& values) {
+  Float32Values out;
+  out.values.reserve(values.size());
+  for (double v : values) {
+    const float f = static_cast<float>(v);
+    out.changed += static_cast<double>(f) != v;
+    out.values.push_back(f);
+  }
+  return out;
 }
 
 }  // namespace kvaudit::io

@@ -7,6 +7,8 @@
 #include <stdexcept>
 #include <utility>
 
+#include "core/exact/log_linear_sign.h"
+
 namespace kvaudit::pooling {
 
 namespace {
@@ -71,6 +73,23 @@ struct State {
     add(left);
     for (Index a : {p2, p1, left}) add_triple(a);
   }
+  // H and total mass summed afresh over the blocks (the running H accumulates one rounding per merge).
+  std::pair<double, double> fresh_entropy() const {
+    double H_fresh = 0.0, Q = 0.0;
+    for (Index i = 0; i >= 0; i = next[i]) H_fresh += h(mass[i]), Q += mass[i];
+    return {H_fresh, Q};
+  }
+  // Exactly: is H <= R on the rational block masses (sums of the given doubles)? Block i covers [i, next[i]).
+  bool exact_within_budget(std::span<const double> p, double R) const {
+    exact::LogLinearForm x;  // H - R
+    for (Index i = 0; i >= 0; i = next[i]) {
+      exact::Rational q = 0;
+      for (Index t = i; t < (next[i] >= 0 ? next[i] : static_cast<Index>(p.size())); ++t) q += exact::Rational(p[t]);
+      x.add_entropy_term(q, +1);
+    }
+    x.add_constant(-exact::Rational(R));
+    return x.sign() <= 0;
+  }
   // Smallest candidate Delta >= x with the lowest position among equals.
   std::set<std::pair<double, Index>>::const_iterator at_least(double x) const {
     return cands.lower_bound({x, std::numeric_limits<Index>::min()});
@@ -105,6 +124,11 @@ Index lookahead(const State& s, double need) {
 }
 }  // namespace
 
+double final_error_bound(double entropy, double total_mass, Index n, Index groups) {
+  const double nn = static_cast<double>(n), g = static_cast<double>(groups);
+  return std::ldexp(1.0, -52) * ((nn + g + 8.0) * entropy + 2.0 * (nn + 2.0) * total_mass);
+}
+
 GreedyResult greedy_partition(std::span<const double> p, std::optional<Index> groups, double R) {
   const Index n = static_cast<Index>(p.size());
   if (n < 1) throw std::invalid_argument("empty probability vector");
@@ -125,9 +149,20 @@ GreedyResult greedy_partition(std::span<const double> p, std::optional<Index> gr
   for (Index i = 0; i + 2 < n; ++i) s.add_triple(i);
   GreedyResult out;
   const Index merges = groups ? n - *groups : n - 1;
+  // H <= R for the current blocks, exactly: double when clear of the rounding bound, else the exact sign.
+  auto within_budget = [&](Index blocks, bool* undecided = nullptr) {
+    const auto [H_fresh, Q] = s.fresh_entropy();
+    const double bound = final_error_bound(H_fresh, Q, n, blocks);
+    if (undecided) *undecided = std::fabs(H_fresh - R) <= bound;
+    if (H_fresh + bound <= R) return true;
+    if (H_fresh - bound > R) return false;
+    ++out.exact_decisions;
+    return s.exact_within_budget(p, R);
+  };
   for (Index step = 0; step < merges; ++step) {
     const double need = s.H - R;
-    if (!groups && need <= 0) break;  // free form: stop once within budget
+    // Free form: stop once within budget (the fresh sum runs only when the running H says so).
+    if (!groups && need <= 0 && within_budget(n - step)) break;
     Index pick = -1;
     if (need <= 0) {
       pick = s.cands.begin()->second;  // (a)
@@ -145,15 +180,9 @@ GreedyResult greedy_partition(std::span<const double> p, std::optional<Index> gr
     s.merge(pick);
     ++out.merges;
   }
-  double H = 0.0;
-  for (Index i = 0; i >= 0; i = s.next[i]) {
-    H += h(s.mass[i]);
-    if (s.next[i] >= 0) out.cuts.push_back(s.next[i]);
-  }
-  out.entropy_bits = H;
-  out.feasible = H <= R;
-  const double groups_left = static_cast<double>(out.cuts.size() + 1);
-  out.near_budget = std::fabs(H - R) <= std::ldexp(1.0, -52) * ((groups_left + 8.0) * H + 4.0);
+  for (Index i = s.next[0]; i >= 0; i = s.next[i]) out.cuts.push_back(i);
+  out.entropy_bits = s.fresh_entropy().first;
+  out.feasible = within_budget(static_cast<Index>(out.cuts.size()) + 1, &out.near_budget);
   return out;
 }
 

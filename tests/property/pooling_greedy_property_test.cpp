@@ -9,6 +9,7 @@
 #include "core/pooling/greedy_partition.h"
 #include "oracle/partition_arith.h"
 #include "oracle/partition_exact.h"
+#include "tests/property/exact_sign_report.h"
 #include "tests/property/pooling_generators.h"
 
 using namespace kvaudit;
@@ -27,14 +28,12 @@ RC_GTEST_PROP(PoolingGreedy, NeverBeatsExactAndClaimsOnlyTrueFeasibility, ()) {
   const auto gd = prefix.compare_with(gb, c.R);
   RC_TAG(g.feasible ? "greedy feasible" : "greedy infeasible");
   RC_TAG(ex.feasible ? "exact feasible" : "exact infeasible");
-  RC_TAG(g.near_budget ? "greedy H within rounding of R" : "greedy H clear of R");
-  if (g.feasible && !g.near_budget) {
+  RC_TAG(g.near_budget ? "greedy H within rounding of R (decided exactly)" : "greedy H clear of R");
+  RC_ASSERT(g.feasible == (gd != ExactPrefix::Decision::Greater));  // greedy's feasibility is exact
+  if (g.feasible) {
     RC_ASSERT(ex.feasible);
-    RC_ASSERT(gd != ExactPrefix::Decision::Greater);  // greedy's double decision H <= R is true exactly
     const auto cmp = prefix.compare(gb, full_bounds(ex.cuts, static_cast<Index>(c.p.size())));
     RC_ASSERT(cmp != ExactPrefix::Decision::Greater);  // greedy <= exact
-  } else if (!g.feasible && !g.near_budget) {
-    RC_ASSERT(gd == ExactPrefix::Decision::Greater);  // a failure claim is true too
   }
   if (ex.feasible && !g.feasible) RC_TAG("greedy failed although feasible");
 }
@@ -44,15 +43,13 @@ RC_GTEST_PROP(PoolingGreedy, FreeFormStopsAtBudget, ()) {
   RC_TAG(c.kind);
   const auto g = pooling::greedy_partition(c.p, std::nullopt, c.R);
   const PartitionAnswer ex = solve_exact({c.p, c.R, std::nullopt}, {2'000'000, 5.0});
-  // Free-form greedy merges until H <= R or one group is left, and one group is the least entropy: it fails
-  // only when the one-group entropy h(total) exceeds R, i.e. when the exact solver finds nothing either
-  // (up to the double rounding of h(total) against R).
-  double total = 0.0;
-  for (double x : c.p) total += x;
-  const double h_total = total > 0 ? -total * std::log2(total) : 0.0;
-  if (ex.feasible && c.R - h_total > entropy_error_bound(h_total, 1)) RC_ASSERT(g.feasible);
+  // Free-form greedy merges until H <= R (decided exactly) or one group is left, and one group is the least
+  // entropy: it fails exactly when the one-group entropy h(total) exceeds R, i.e. when nothing is feasible.
+  if (ex.feasible) RC_ASSERT(g.feasible);                // a partition found proves feasibility
+  if (ex.complete) RC_ASSERT(g.feasible == ex.feasible);  // a finished search proves infeasibility too
   RC_TAG(g.feasible ? "greedy feasible" : "greedy infeasible");
-  if (g.feasible && !g.near_budget && ex.complete) {
+  RC_TAG(g.exact_decisions > 0 ? "stop decided exactly" : "stop decided in double");
+  if (g.feasible && ex.complete) {
     RC_ASSERT(ex.feasible);
     RC_ASSERT(g.entropy_bits <= ex.entropy_bits + entropy_error_bound(ex.entropy_bits, c.p.size()));
   }

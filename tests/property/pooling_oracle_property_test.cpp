@@ -11,6 +11,7 @@
 #include "oracle/partition_enumerate.h"
 #include "oracle/partition_exact.h"
 #include "oracle/partition_merge_delta.h"
+#include "tests/property/exact_sign_report.h"
 #include "tests/property/pooling_generators.h"
 
 using namespace kvaudit;

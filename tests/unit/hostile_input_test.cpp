@@ -66,6 +66,9 @@ std::string npy(const std::string& header, const std::string& payload, long decl
 std::string npy_f4(const std::string& shape, const std::vector<float>& v) {
   return npy("{'descr': '<f4', 'fortran_order': False, 'shape': " + shape + ", }", le(v));
 }
+std::string npy_f8(const std::string& shape, const std::vector<double>& v) {
+  return npy("{'descr': '<f8', 'fortran_order': False, 'shape': " + shape + ", }", le(v));
+}
 
 const std::vector<float> kScores = {8, 0, 0, 0, 1, 1, 1, 1, 2, 2, 2, 2, 0, 0, 3, 1};
 
@@ -123,6 +126,14 @@ class HostileInput : public ::testing::Test {
     write_bytes(at("probs.npy"), npy_f4("(4,)", {0.25f, 0.25f, 0.25f, 0.25f}));
     write_bytes(at("probs_neg.npy"), npy_f4("(4,)", {0.5f, -0.25f, 0.5f, 0.25f}));
     write_bytes(at("probs_nan.npy"), npy_f4("(4,)", {0.5f, std::numeric_limits<float>::quiet_NaN(), 0.25f, 0.25f}));
+    // float64 files: values float32 cannot hold (kept exactly by the reader, narrowed only where the
+    // computation is float32, and then reported), and one beyond float32's range.
+    std::vector<double> scores64(kScores.begin(), kScores.end()), huge64 = scores64;
+    scores64[1] = 1.0 / 3, scores64[2] = 0.1;
+    huge64[3] = 1e300;
+    write_bytes(at("scores_f64.npy"), npy_f8("(16,)", scores64));
+    write_bytes(at("scores_f64_huge.npy"), npy_f8("(16,)", huge64));
+    write_bytes(at("probs_f64.npy"), npy_f8("(3,)", {1.0 / 3, 1.0 / 3, 1.0 / 3}));
     // check --selection files.
     write_bytes(at("sel_string.json"), "{\"kept\": [0, \"x\"]}");
     write_bytes(at("sel_truncated.json"), "{\"kept\": [0, 1");
@@ -246,6 +257,7 @@ TEST_F(HostileInput, NpyMissingFile) { expect_rejected(select("no_such_file.npy"
 // ---- score values and shapes -------------------------------------------------------------------------------
 TEST_F(HostileInput, SelectNaNScore) { expect_rejected(select("nan.npy"), "nan.npy: values: NaN at flat index 15"); }
 TEST_F(HostileInput, SelectInfScore) { expect_rejected(select("inf.npy"), "inf.npy: values: infinity at flat index 15"); }
+TEST_F(HostileInput, SelectFloat64BeyondFloat32) { expect_rejected(select("scores_f64_huge.npy"), "scores_f64_huge.npy: values (beyond float32's range): infinity at flat index 3"); }
 TEST_F(HostileInput, SelectEmptyArray) { expect_rejected(select("empty.npy"), "shape: empty score array"); }
 TEST_F(HostileInput, SelectZeroTokens) { expect_rejected(select("zero_T.npy"), "shape: empty score array"); }
 TEST_F(HostileInput, CheckNaNScore) {
@@ -260,6 +272,9 @@ TEST_F(HostileInput, RatioNegative) { expect_rejected("select --method chunkkv -
 TEST_F(HostileInput, RatioExponent) { expect_rejected("select --method chunkkv --scores " + p("good.npy") + " --compression-ratio 1e-1", "not a plain decimal number: '1e-1'"); }
 TEST_F(HostileInput, RatioNotANumber) { expect_rejected("select --method chunkkv --scores " + p("good.npy") + " --compression-ratio nan", "not a plain decimal number: 'nan'"); }
 TEST_F(HostileInput, RatioTrailingJunk) { expect_rejected("union-overhead --attn " + p("attn.npy") + " --group-size 3 --compression-ratio 0.5x", "not a plain decimal number: '0.5x'"); }
+TEST_F(HostileInput, RatioTooLong) {
+  expect_rejected("select --method chunkkv --scores " + p("good.npy") + " --compression-ratio 0." + std::string(5000, '5'), "longer than 4096 characters");
+}
 TEST_F(HostileInput, RatioEmpty) { expect_rejected("select --method chunkkv --scores " + p("good.npy") + " --compression-ratio ''", "not a plain decimal number: ''"); }
 
 // ---- check --selection -------------------------------------------------------------------------------------
@@ -344,6 +359,38 @@ TEST_F(HostileInput, DenormalScoresAreSelected) {
   ASSERT_EQ(r.code, 0) << r.err;
   const auto j = nlohmann::json::parse(r.out);
   EXPECT_EQ(j["kept"].size(), 8u) << r.out;
+}
+
+// float64 is never narrowed silently: select computes in float32 and says how many values that rounded;
+// partition solves the stored values exactly.
+TEST_F(HostileInput, Float64ScoresReportTheirNarrowing) {
+  const Outcome r = run(select("scores_f64.npy"));
+  ASSERT_EQ(r.code, 0) << r.err;
+  const auto j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j["precision"]["input_dtype"], "<f8");
+  EXPECT_EQ(j["precision"]["computes_in"], "float32");
+  EXPECT_EQ(j["precision"]["inputs_rounded_to_float32"], 2);  // 1/3 and 0.1
+  const auto f4 = nlohmann::json::parse(run(select("good.npy")).out);
+  EXPECT_EQ(f4["precision"]["inputs_rounded_to_float32"], 0);
+}
+TEST_F(HostileInput, Float64ProbabilitiesAreSolvedAsStored) {
+  const Outcome r = run("partition --probs " + p("probs_f64.npy") + " --entropy-budget 2 --solver enumerate");
+  ASSERT_EQ(r.code, 0) << r.err;
+  const auto j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j["input_dtype"], "<f8");
+  // Three singletons of fl(1/3) have H > log2 3 > 1.58 <= 2: all three groups, feasible, certified.
+  EXPECT_EQ(j["groups"], 3);
+  EXPECT_TRUE(j["certified"].get<bool>());
+}
+// Any number of decimal digits: trailing zeros change nothing.
+TEST_F(HostileInput, RatioWithManyDigitsIsExact) {
+  const auto a = nlohmann::json::parse(run("budget --tokens 1000 --compression-ratio 0.5").out);
+  const Outcome r = run("budget --tokens 1000 --compression-ratio 0.5000000000000000000000000000001");
+  ASSERT_EQ(r.code, 0) << r.err;
+  const auto b = nlohmann::json::parse(r.out);
+  const auto c = nlohmann::json::parse(run("budget --tokens 1000 --compression-ratio 0.50000000000000000000").out);
+  EXPECT_EQ(c["exact_budget"], a["exact_budget"]);
+  EXPECT_EQ(b["exact_budget"].get<long>(), a["exact_budget"].get<long>() - 1);  // just above 1/2: floor(499.999...) = 499
 }
 
 }  // namespace
