@@ -167,7 +167,7 @@ void require_finite_as(std::span<const T> values, const std::string& source, con
 void write_npy(const std::string& path, const std::vector<Index>& shape, const std::vector<float>& values) {
   write_npy_as(path, shape, values, "<f4");
 }
-void write_npy(const std::string& path, const std::vector<Index>& shape, const std::vector<double>& values) {
+void write_npy_f64(const std::string& path, const std::vector<Index>& shape, const std::vector<double>& values) {
   write_npy_as(path, shape, values, "<f8");
 }
 

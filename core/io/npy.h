@@ -23,7 +23,7 @@ NpyArray read_npy(const std::string& path);
 
 // Writes a little-endian C-order float32 (<f4) or float64 (<f8) array (tests and fuzz corpora).
 void write_npy(const std::string& path, const std::vector<Index>& shape, const std::vector<float>& values);
-void write_npy(const std::string& path, const std::vector<Index>& shape, const std::vector<double>& values);
+void write_npy_f64(const std::string& path, const std::vector<Index>& shape, const std::vector<double>& values);
 
 // Throws InputError(source, field, ...) at the first NaN or infinity.
 void require_finite(std::span<const float> values, const std::string& source, const std::string& field);

@@ -28,13 +28,19 @@ CliRun run(const std::string& args) {
   const int status = pclose(f);
   return {WEXITSTATUS(status), out};
 }
-template <class T>
-std::string npy(const std::string& name, const std::vector<T>& v) {
-  const auto path = (std::filesystem::temp_directory_path() / ("pooling_cli_" + name + ".npy")).string();
+std::string temp_npy(const std::string& name) {
+  return (std::filesystem::temp_directory_path() / ("pooling_cli_" + name + ".npy")).string();
+}
+std::string npy(const std::string& name, const std::vector<float>& v) {
+  const auto path = temp_npy(name);
   kvaudit::io::write_npy(path, {static_cast<kvaudit::Index>(v.size())}, v);
   return path;
 }
-std::string npy(const std::string& name, std::initializer_list<float> v) { return npy(name, std::vector<float>(v)); }
+std::string npy_f64(const std::string& name, const std::vector<double>& v) {
+  const auto path = temp_npy(name);
+  kvaudit::io::write_npy_f64(path, {static_cast<kvaudit::Index>(v.size())}, v);
+  return path;
+}
 }  // namespace
 
 TEST(PoolingCli, SolversAgreeOnADyadicCase) {
@@ -87,7 +93,7 @@ TEST(PoolingCli, GreedyStopsOnlyAtAProvenFeasiblePartition) {
 TEST(PoolingCli, Float64InputIsSolvedExactlyAsStored) {
   using kvaudit::oracle::ExactPrefix;
   const std::vector<double> p{1.0 / 3, 1.0 / 6, 1.0 / 12, 1.0 / 12, 1.0 / 9, 1.0 / 18, 1.0 / 18, 0.0, 1.0 / 9};
-  const std::string path = npy("f64", p);
+  const std::string path = npy_f64("f64", p);
   const ExactPrefix prefix(p);
   const std::vector<kvaudit::Index> star{0, 1, 2, 4, 6, 9};
   const double H = prefix.entropy_extended(star);
