@@ -34,6 +34,23 @@ inline void add_attn_options(CLI::App* cmd, AttnSource& s) {
 // 2 T 2^-24 covers float32 dumps with a factor-2 margin; the 1e-3 floor admits float16 storage (2^-11 per value).
 inline double row_sum_tolerance(Index tokens) { return 1e-3 + 2.0 * static_cast<double>(tokens) * std::ldexp(1.0, -24); }
 
+// Every head row of a (1, q_heads, T) tensor is a distribution: finite, non-negative, summing to 1 within
+// row_sum_tolerance(T). Throws InputError naming `source`; shared by the CLI and the Python front end.
+inline void require_distribution_rows(const ScoreTensor& out, const std::string& source) {
+  if (out.heads < 1 || out.tokens < 1) throw InputError(source, "shape", "q_heads and T must be >= 1");
+  io::require_finite(out.values, source, "values");
+  const double tol = row_sum_tolerance(out.tokens);
+  for (Index h = 0; h < out.heads; ++h) {
+    double sum = 0;
+    for (float v : out.row(0, h)) {
+      if (v < 0) throw InputError(source, "values", "row " + std::to_string(h) + " has a negative entry");
+      sum += v;
+    }
+    if (std::abs(sum - 1.0) > tol)
+      throw InputError(source, "values", "row " + std::to_string(h) + " sums to " + std::to_string(sum) + ", not a distribution");
+  }
+}
+
 // (1, q_heads, T) as a ScoreTensor, validated; throws InputError naming the file and the field. `precision`
 // records the stored dtype and how many values float32 rounded.
 inline ScoreTensor load_attention(const AttnSource& s, Float32Input& precision) {
@@ -59,18 +76,7 @@ inline ScoreTensor load_attention(const AttnSource& s, Float32Input& precision) 
   } else {
     throw InputError("--attn", "attn", "an input is required (--attn FILE or --data DIR --prompt NAME --layer L)");
   }
-  if (out.heads < 1 || out.tokens < 1) throw InputError(source, "shape", "q_heads and T must be >= 1");
-  io::require_finite(out.values, source, "values");
-  const double tol = row_sum_tolerance(out.tokens);
-  for (Index h = 0; h < out.heads; ++h) {
-    double sum = 0;
-    for (float v : out.row(0, h)) {
-      if (v < 0) throw InputError(source, "values", "row " + std::to_string(h) + " has a negative entry");
-      sum += v;
-    }
-    if (std::abs(sum - 1.0) > tol)
-      throw InputError(source, "values", "row " + std::to_string(h) + " sums to " + std::to_string(sum) + ", not a distribution");
-  }
+  require_distribution_rows(out, source);
   return out;
 }
 

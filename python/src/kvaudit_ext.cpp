@@ -28,15 +28,7 @@
 #include "audit/conform/protocol.h"
 #include "audit/page_claims.h"
 #include "audit/paging_findings.h"
-#if __has_include("cli/float32_input.h")
-// The CLI narrows float64 input to float32 in its front end and reports it (input_dtype, inputs_rounded_to_float32);
-// the readers keep values as stored. Without this header (the CLI before that change) read_npy rounds silently
-// and the JSON has no "precision" object: the #else branches below follow that CLI, byte for byte.
 #include "cli/float32_input.h"
-#define KVAUDIT_PY_STORED_PRECISION 1
-#else
-#define KVAUDIT_PY_STORED_PRECISION 0
-#endif
 #include "cli/paging_input.h"
 #include "cli/select_args.h"
 #include "core/compression_ratio.h"
@@ -116,15 +108,9 @@ void for_each_element(const Array& a, F&& emit) {
   }
 }
 
-// What read_npy returns for a file holding `a` (kept apart from io::NpyArray so the values stay double whatever
-// that struct holds): floats exactly as stored, i4/i8 as int64; other dtypes are rejected with read_npy's
-// message. bfloat16 is accepted too (DLPack carries it; NPY cannot).
-struct Imported {
-  std::vector<Index> shape;
-  std::string dtype;
-  std::vector<double> values;
-  std::vector<Index> integers;
-};
+// What read_npy returns for a file holding `a`: floats exactly as stored, i4/i8 as int64; other dtypes are
+// rejected with read_npy's message. bfloat16 is accepted too (DLPack carries it; NPY cannot).
+using Imported = io::NpyArray;
 
 // `direct`: when given, float16 / bfloat16 / float32 values (which float32 holds exactly) go there instead of
 // `values`, saving a double copy on the per-call path of check() and select().
@@ -171,44 +157,7 @@ Imported import_array(const Array& a, const std::string& source, std::vector<flo
   return out;
 }
 
-// io::require_finite's message, for double or float values.
-template <class T>
-void require_finite_values(const std::vector<T>& v, const std::string& source, const std::string& field) {
-  for (std::size_t i = 0; i < v.size(); ++i)
-    if (!std::isfinite(v[i]))
-      throw InputError(source, field, std::string(std::isnan(v[i]) ? "NaN" : "infinity") + " at flat index " + std::to_string(i));
-}
-
-// What a float32 computation did to its input (cli::Float32Input's fields).
-struct Precision {
-  std::string stored_dtype;
-  Index rounded = 0;
-  json describe() const {
-    return {{"input_dtype", stored_dtype}, {"computes_in", "float32"}, {"inputs_rounded_to_float32", rounded}};
-  }
-};
-
-// cli::narrow_for_float32: finite as stored, then finite after narrowing.
-std::vector<float> narrow_for_float32(const Imported& a, const std::string& source, Precision& note) {
-#if KVAUDIT_PY_STORED_PRECISION
-  require_finite_values(a.values, source, "values");
-#endif
-  std::vector<float> f;
-  f.reserve(a.values.size());
-  Index changed = 0;
-  for (double v : a.values) {
-    const float x = static_cast<float>(v);
-    changed += static_cast<double>(x) != v && std::isfinite(v);
-    f.push_back(x);
-  }
-#if KVAUDIT_PY_STORED_PRECISION
-  require_finite_values(f, source, "values (beyond float32's range)");
-#else
-  require_finite_values(f, source, "values");
-#endif
-  note = {a.dtype, changed};
-  return f;
-}
+using Precision = cli::Float32Input;
 
 // Narrowing is reported by the CLI in its JSON ("precision"); here it is also a warning, so a caller that only
 // looks at the positions still hears of it.
@@ -219,43 +168,17 @@ void warn_if_rounded(const Precision& p, const std::string& source) {
   if (PyErr_WarnEx(g_rounding_warning, msg.c_str(), 2) < 0) throw nb::python_error();
 }
 
-// The scores as cli::ScoreFile holds them, and what narrowing did.
-struct ScoreInput {
-  Index heads = 0, tokens = 0;
-  std::vector<float> values;
-  Precision precision;
-  HeadScores view() const { return HeadScores{heads, tokens, {values.data(), values.size()}}; }
-};
-
-template <class F>
-void set_precision(F& f, const Precision& p) {
-  if constexpr (requires { f.precision.stored_dtype; }) f.precision = {p.stored_dtype, p.rounded};
-}
-
-// What cli::describe_params sees for these scores.
-json describe_params(const SelectorParams& p, const ScoreInput& in) {
-  cli::ScoreFile f;
-  f.heads = in.heads;
-  f.tokens = in.tokens;
-  set_precision(f, in.precision);
-  return cli::describe_params(p, f);
-}
-
 void add_precision(json& j, const Precision& p) {
-#if KVAUDIT_PY_STORED_PRECISION
   j["precision"] = p.describe();
-#else
-  (void)j, (void)p;
-#endif
 }
 
 // cli::read_score_file after read_npy.
-ScoreInput score_file(const Array& a, const std::string& path) {
+cli::ScoreFile score_file(const Array& a, const std::string& path) {
   std::vector<float> direct;
   Imported arr = import_array(a, path, &direct);
   if (arr.dtype != "bfloat16" && (arr.dtype.size() < 2 || arr.dtype[1] != 'f'))
     throw InputError(path, "dtype", "expected float16, float32 or float64 scores, got '" + arr.dtype + "'");
-  ScoreInput f;
+  cli::ScoreFile f;
   if (arr.shape.size() == 1) {
     f.heads = 1;
     f.tokens = arr.shape[0];
@@ -267,12 +190,12 @@ ScoreInput score_file(const Array& a, const std::string& path) {
   }
   if (f.heads < 1 || f.tokens < 1) throw InputError(path, "shape", "empty score array (heads and T must be >= 1)");
   if (arr.values.empty() && !direct.empty()) {  // float16 / bfloat16 / float32: nothing to narrow
-    require_finite_values(direct, path, "values");
+    io::require_finite(std::span<const float>(direct), path, "values");
     f.values = std::move(direct);
     f.precision = {arr.dtype, 0};
     return f;
   }
-  f.values = narrow_for_float32(arr, path, f.precision);
+  f.values = cli::narrow_for_float32(arr, path, f.precision);
   return f;
 }
 
@@ -280,19 +203,8 @@ ScoreInput score_file(const Array& a, const std::string& path) {
 ScoreTensor attention_tensor(const Array& a, const std::string& source, Precision& precision) {
   Imported arr = import_array(a, source);
   if (arr.shape.size() != 2 || arr.values.empty()) throw InputError(source, "shape", "expected a floating (q_heads, T) array");
-  ScoreTensor out{1, arr.shape[0], arr.shape[1], narrow_for_float32(arr, source, precision)};
-  if (out.heads < 1 || out.tokens < 1) throw InputError(source, "shape", "q_heads and T must be >= 1");
-  require_finite_values(out.values, source, "values");
-  const double tol = cli::row_sum_tolerance(out.tokens);
-  for (Index h = 0; h < out.heads; ++h) {
-    double sum = 0;
-    for (float v : out.row(0, h)) {
-      if (v < 0) throw InputError(source, "values", "row " + std::to_string(h) + " has a negative entry");
-      sum += v;
-    }
-    if (std::abs(sum - 1.0) > tol)
-      throw InputError(source, "values", "row " + std::to_string(h) + " sums to " + std::to_string(sum) + ", not a distribution");
-  }
+  ScoreTensor out{1, arr.shape[0], arr.shape[1], cli::narrow_for_float32(arr, source, precision)};
+  cli::require_distribution_rows(out, source);
   return out;
 }
 
@@ -464,7 +376,7 @@ SelectorParams selector_params(const std::string& method, const std::string& rat
 // A chunk-selection check: the inputs are kept (float32, as judged) so the canonical answer, the replay line and
 // the CLI's JSON can be produced on demand; a check itself pays only for the copy it already made.
 struct ChunkCase {
-  ScoreInput file;
+  cli::ScoreFile file;
   SelectorParams params;
   Selection claimed;
   std::optional<Selection> canonical;  // oracle::select, when check() already computed it
@@ -510,7 +422,7 @@ struct PyVerdict {
   // The CLI's `kvaudit check` JSON for a chunk check; a JSON object of the same spirit for a page check.
   nb::object details() const {
     if (chunk) {
-      json out = describe_params(chunk->params, chunk->file);
+      json out = cli::describe_params(chunk->params, chunk->file);
       out["admissible"] = verdict.passed();
       out["verdict"] = to_string(verdict.kind);
       out["rule"] = verdict.rule;
@@ -537,13 +449,13 @@ nb::object select_fn(const std::string& method, const Array& scores, const std::
                      long long rescue_size, std::optional<double> entropy_threshold, const std::string& flavour,
                      const std::string& median, bool full) {
   const SelectorParams p = selector_params(method, ratio, chunk_length, rescue_size, entropy_threshold, flavour, median);
-  const ScoreInput f = score_file(scores, "scores");
+  const cli::ScoreFile f = score_file(scores, "scores");
   warn_if_rounded(f.precision, "scores");
   thread_local select::Workspace ws;
   const Selection sel = select::select_layer(f.view(), p, ws);
   if (!full) return selection_array(sel);
   // select_command.cpp's output.
-  json out = describe_params(p, f);
+  json out = cli::describe_params(p, f);
   const Index declared = cli::declared_token_budget(p, f.tokens);
   out["per_head"] = sel.per_head();
   if (sel.per_head()) {
@@ -619,14 +531,8 @@ std::string partition_fn(const Array& probs, double budget, std::optional<long l
   const Imported arr = import_array(probs, src);
   if (arr.shape.size() != 1) throw InputError(src, "shape", "expected a 1-D probability vector");
   if (arr.values.empty()) throw InputError(src, "values", "expected floating values, at least one");
-#if KVAUDIT_PY_STORED_PRECISION
-  require_finite_values(arr.values, src, "values");
+  io::require_finite(std::span<const double>(arr.values), src, "values");
   const std::vector<double>& p = arr.values;  // solved as stored
-#else
-  std::vector<double> p;  // that CLI's read_npy rounded every value to float32
-  for (double x : arr.values) p.push_back(static_cast<float>(x));
-  require_finite_values(p, src, "values");
-#endif
   double sum = 0.0;
   for (double x : p) {
     if (x < 0) throw InputError(src, "values", "probabilities must be >= 0");
@@ -644,16 +550,9 @@ std::string partition_fn(const Array& probs, double budget, std::optional<long l
     const oracle::ExactPrefix prefix(p);
     const auto b = oracle::full_bounds(g.cuts, n);
     using D = oracle::ExactPrefix::Decision;
-#if KVAUDIT_PY_STORED_PRECISION
     out = {{"solver", "greedy"}, {"boundaries", g.cuts}, {"groups", g.cuts.size() + 1},
            {"entropy_bits", prefix.entropy_extended(b)}, {"feasible", prefix.compare_with(b, budget) != D::Greater},
            {"optimal", nullptr}, {"lookahead_steps", g.lookahead_steps}};
-#else
-    const auto d = prefix.compare_with(b, budget);
-    out = {{"solver", "greedy"}, {"boundaries", g.cuts}, {"groups", g.cuts.size() + 1},
-           {"entropy_bits", prefix.entropy_extended(b)}, {"feasible", d == D::Less || d == D::Equal},
-           {"certified", d != D::Undecided}, {"optimal", nullptr}, {"lookahead_steps", g.lookahead_steps}};
-#endif
   } else {
     const oracle::PartitionProblem prob{p, budget, m};
     oracle::PartitionAnswer a;
@@ -667,17 +566,11 @@ std::string partition_fn(const Array& probs, double budget, std::optional<long l
            {"entropy_bits", a.feasible ? json(a.entropy_bits) : json(nullptr)},
            {"feasible", a.feasible}, {"certified", a.certified}, {"complete", a.complete},
            {"optimum_upper_bound", std::isfinite(a.optimum_upper) ? json(a.optimum_upper) : json(nullptr)},
-#if KVAUDIT_PY_STORED_PRECISION
            {"nodes", a.nodes}, {"exact_decisions", a.extended_decisions}};
-#else
-           {"nodes", a.nodes}, {"extended_precision_decisions", a.extended_decisions}};
-#endif
     if (!a.note.empty()) out["note"] = a.note;
   }
   out["n"] = n;
-#if KVAUDIT_PY_STORED_PRECISION
   out["input_dtype"] = arr.dtype;
-#endif
   out["entropy_budget"] = budget;
   out["form"] = m ? "fixed-m" : "free";
   return out.dump();
