@@ -115,10 +115,6 @@ PartitionVerdict judge_partition(const PartitionCase& c, const PartitionReply& r
     out.verdict = Verdict::violates("over-budget", "H = " + bits(H) + " bits > R = " + bits(R));
     return out;
   }
-  if (d == Decision::Undecided) {
-    out.verdict = Verdict::inconclusive("H = " + bits(H) + " vs R = " + bits(R) + " undecided in extended precision");
-    return out;
-  }
   // Stage 3: against the certified optimum.
   const oracle::PartitionAnswer best = solve(c, max_nodes);
   if (!best.feasible) {
@@ -139,10 +135,8 @@ PartitionVerdict judge_partition(const PartitionCase& c, const PartitionReply& r
     out.gap = GapInterval{std::max(best.entropy_bits - H, 0x1p-60), std::max(upper - H, 0x1p-60), best.certified};
     return out;
   }
-  if (vs == Decision::Undecided || (vs == Decision::Greater && best.certified)) {
-    out.verdict = Verdict::inconclusive(vs == Decision::Undecided
-                                            ? "entropy of the answer vs the solver's undecided in extended precision"
-                                            : "the answer beats the certified optimum: oracle disagreement");
+  if (vs == Decision::Greater && best.certified) {
+    out.verdict = Verdict::inconclusive("the answer beats the certified optimum: oracle disagreement");
     return out;
   }
   if (!best.certified && claim == PartitionClaim::Exact) {
