@@ -146,6 +146,8 @@ PageCase decode_page_request(const std::string& line, const std::string& source)
         const double d = v.get<double>();
         if (!(d >= 0.0 && d <= static_cast<double>(std::numeric_limits<float>::max())))
           throw InputError(source, "attention", "value " + v.dump() + " is negative or outside the float32 range");
+        if (static_cast<double>(static_cast<float>(d)) != d)  // float32 on the wire: refused, never rounded
+          throw InputError(source, "attention", "value " + v.dump() + " is not a float32 value");
         c.values.push_back(static_cast<float>(d));
       }
     }

@@ -147,6 +147,10 @@ ConformCase decode_request(const std::string& line, Flavour flavour, const std::
         const double d = v.get<double>();
         if (!(std::fabs(d) <= static_cast<double>(std::numeric_limits<float>::max())))
           throw InputError(source, "scores", "value " + v.dump() + " is outside the float32 range");
+        // The protocol's scores are float32 (kvaudit writes each as the shortest decimal of its float):
+        // a value float32 cannot hold is refused, never rounded.
+        if (static_cast<double>(static_cast<float>(d)) != d)
+          throw InputError(source, "scores", "value " + v.dump() + " is not a float32 value");
         c.values.push_back(static_cast<float>(d));
       }
     }

@@ -151,6 +151,7 @@ class HostileInput : public ::testing::Test {
     write_bytes(at("replay_truncated.jsonl"), line.substr(0, 60) + "\n");
     write_bytes(at("replay_rho.jsonl"), edit("0.5,", "1e5,"));
     write_bytes(at("replay_float_overflow.jsonl"), edit("[[1, 2", "[[1e300, 2"));
+    write_bytes(at("replay_not_float32.jsonl"), edit("[[1, 2", "[[0.1, 2"));
     write_bytes(at("replay_chunk_huge.jsonl"), edit("\"chunk_length\": 4", "\"chunk_length\": 1e30"));
     write_bytes(at("replay_chunk_float.jsonl"), edit("\"chunk_length\": 4", "\"chunk_length\": 4.5"));
     write_bytes(at("replay_flat_scores.jsonl"), edit("[[1, 2, 3, 4, 5, 6, 7, 8]]", "[1, 2, 3]"));
@@ -317,6 +318,7 @@ TEST_F(HostileInput, NonNumericFlag) { expect_rejected("page-select --attn " + p
 TEST_F(HostileInput, ReplayTruncatedLine) { expect_rejected(replay("replay_truncated.jsonl", "r1.json"), "--replay line 1: request: not JSON", "r1.json"); }
 TEST_F(HostileInput, ReplayRatioExponent) { expect_rejected(replay("replay_rho.jsonl", "r2.json"), "--replay line 1: compression_ratio: not a plain decimal number: '1e5'", "r2.json"); }
 TEST_F(HostileInput, ReplayScoreOverflowsFloat32) { expect_rejected(replay("replay_float_overflow.jsonl", "r3.json"), "--replay line 1: scores:", "r3.json"); }
+TEST_F(HostileInput, ReplayScoreNotFloat32) { expect_rejected(replay("replay_not_float32.jsonl", "r10.json"), "--replay line 1: scores: value 0.1 is not a float32 value", "r10.json"); }
 TEST_F(HostileInput, ReplayChunkLengthHuge) { expect_rejected(replay("replay_chunk_huge.jsonl", "r4.json"), "--replay line 1: chunk_length: must be an integer", "r4.json"); }
 TEST_F(HostileInput, ReplayChunkLengthFraction) { expect_rejected(replay("replay_chunk_float.jsonl", "r5.json"), "--replay line 1: chunk_length: must be an integer", "r5.json"); }
 TEST_F(HostileInput, ReplayFlatScores) { expect_rejected(replay("replay_flat_scores.jsonl", "r6.json"), "--replay line 1: scores: must be a non-empty array of rows", "r6.json"); }
