@@ -6,6 +6,7 @@
 
 #include "audit/paging_findings.h"
 #include "cli/command_registry.h"
+#include "cli/page_select_output.h"
 #include "cli/paging_input.h"
 #include "core/compression_ratio.h"
 #include "core/paging/page_selector.h"
@@ -57,40 +58,7 @@ const bool registered = kvaudit::cli::register_command([](CLI::App& root) {
       throw InputError("--group-size", "group_size", "q_heads " + std::to_string(attn.heads) + " is not divisible by " + std::to_string(p.group_size));
     const paging::PageSelection s = paging::select_pages(attn, p);
     const audit::SelectorComparison c = audit::compare_selector_with_oracle(attn, p);
-    nlohmann::json groups = nlohmann::json::array();
-    Index total_pages = 0, total_tokens = 0;
-    for (Index g = 0; g < s.groups; ++g) {
-      nlohmann::json w = nlohmann::json::array(), h2 = nlohmann::json::array(), heads = nlohmann::json::array();
-      for (Index h = g * p.group_size; h < (g + 1) * p.group_size; ++h) {
-        heads.push_back(h);
-        w.push_back(s.weights[static_cast<std::size_t>(h)]);
-        const double col = s.collision[static_cast<std::size_t>(h)];
-        h2.push_back(col > 0 ? nlohmann::json(-std::log(col)) : nlohmann::json(nullptr));
-      }
-      const auto kept = s.kept_pages(0, g);
-      const Index retained = s.retained[static_cast<std::size_t>(g)];
-      total_pages += static_cast<Index>(kept.size());
-      total_tokens += retained;
-      groups.push_back({{"group", g}, {"heads", heads}, {"weights", w}, {"renyi2_sink_isolated", h2}, {"kept_pages", kept},
-                        {"kept_page_count", kept.size()}, {"retained_tokens", retained}});
-    }
-    std::cout << nlohmann::json{{"tokens", s.tokens},
-                                {"page_size", s.page_size},
-                                {"pages", s.pages},
-                                {"budget", s.budget},
-                                {"compression_ratio", p.ratio.text},
-                                {"pooling", a->pooling},
-                                {"page_score", a->page_score},
-                                {"sinks", p.n_sink},
-                                {"precision", precision.describe()},
-                                {"groups", groups},
-                                {"total_kept_pages", total_pages},
-                                {"ledger_kept_tuples", s.kept_total()},
-                                {"total_retained_tokens", total_tokens},
-                                {"oracle", {{"verdict", to_string(c.verdict.kind)}, {"rule", c.verdict.rule}, {"message", c.verdict.message},
-                                            {"canonical", c.canonical}, {"tie_admissible", c.tie_admissible}}}}
-                     .dump()
-              << "\n";
+    std::cout << cli::describe_page_selection(s, p, a->pooling, a->page_score, c, precision).dump() << "\n";
     if (!c.verdict.passed()) cli::exit_code() = 1;
   });
 });

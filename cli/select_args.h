@@ -123,4 +123,23 @@ inline Index declared_token_budget(const SelectorParams& p, Index T) {
   return kvpress ? kvpress_float_budget(T, p.ratio.value) : exact_budget(T, p.ratio);
 }
 
+// `kvaudit select`'s output for a selection (shared with the Python front end).
+inline nlohmann::json describe_selection(const SelectorParams& p, const ScoreFile& f, const Selection& sel) {
+  nlohmann::json out = describe_params(p, f);
+  const Index declared = declared_token_budget(p, f.tokens);
+  out["per_head"] = sel.per_head();
+  if (sel.per_head()) {
+    // kvpress ChunkKV with T < C: the inner scorer's top-k, a different set per head. "kept" is their
+    // union (what any head keeps); "kept_per_head" is the selection itself; "budget" is per head.
+    std::set<Index> all;
+    for (const Positions& h : sel.kept) all.insert(h.begin(), h.end());
+    out["kept"] = Positions(all.begin(), all.end());
+    out["kept_per_head"] = sel.kept;
+  } else {
+    out["kept"] = sel.kept[0];
+  }
+  out["budget"] = declared >= 0 ? declared : static_cast<Index>(sel.kept[0].size());
+  return out;
+}
+
 }  // namespace kvaudit::cli

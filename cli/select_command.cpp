@@ -1,6 +1,5 @@
 // `kvaudit select`: run the optimized ChunkKV / EG-ChunkKV selector on one layer's scores from an NPY file.
 #include <iostream>
-#include <set>
 
 #include "cli/command_registry.h"
 #include "cli/select_args.h"
@@ -17,21 +16,7 @@ const bool registered = kvaudit::cli::register_command([](CLI::App& root) {
     const cli::ScoreFile f = cli::read_score_file(args->scores);
     const Selection sel = select::select_layer(f.view(), p);
 
-    nlohmann::json out = cli::describe_params(p, f);
-    const Index declared = cli::declared_token_budget(p, f.tokens);
-    out["per_head"] = sel.per_head();
-    if (sel.per_head()) {
-      // kvpress ChunkKV with T < C: the inner scorer's top-k, a different set per head. "kept" is their
-      // union (what any head keeps); "kept_per_head" is the selection itself; "budget" is per head.
-      std::set<Index> all;
-      for (const Positions& h : sel.kept) all.insert(h.begin(), h.end());
-      out["kept"] = Positions(all.begin(), all.end());
-      out["kept_per_head"] = sel.kept;
-    } else {
-      out["kept"] = sel.kept[0];
-    }
-    out["budget"] = declared >= 0 ? declared : static_cast<Index>(sel.kept[0].size());
-    std::cout << out.dump() << "\n";
+    std::cout << cli::describe_selection(p, f, sel).dump() << "\n";
   });
 });
 

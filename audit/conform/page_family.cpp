@@ -22,7 +22,6 @@ void append_float(std::string& out, float v) {
   out.append(buf, result.ptr);
 }
 
-std::string clip(const std::string& line) { return line.size() > 200 ? line.substr(0, 200) + "..." : line; }
 
 // The raw text of a number field (the exact decimal), or the string's contents when it is sent as text.
 std::string ratio_text(const std::string& line, const nlohmann::json& v, const std::string& source) {
@@ -160,18 +159,7 @@ PageCase decode_page_request(const std::string& line, const std::string& source)
 }
 
 PageAnswer decode_page_response(const std::string& line, std::int64_t expected_id) {
-  nlohmann::json j;
-  try {
-    j = nlohmann::json::parse(line);
-  } catch (const nlohmann::json::exception&) {
-    throw ProtocolError(ProtocolErrorKind::BadJson,
-                        "response to request " + std::to_string(expected_id) + " is not JSON: '" + clip(line) + "'");
-  }
-  if (!j.is_object() || !j.contains("id") || !j["id"].is_number_integer())
-    throw ProtocolError(ProtocolErrorKind::BadResponse,
-                        "response to request " + std::to_string(expected_id) + " has no integer \"id\": '" + clip(line) + "'");
-  if (j["id"].get<std::int64_t>() != expected_id)
-    throw ProtocolError(ProtocolErrorKind::WrongId, "expected id " + std::to_string(expected_id) + ", got " + j["id"].dump());
+  const nlohmann::json j = parse_response_envelope(line, expected_id);
   if (!j.contains("kept_pages")) {
     std::string why = j.contains("error") ? "the implementation answered an error: " + j["error"].dump()
                                           : "no \"kept_pages\": '" + clip(line) + "'";

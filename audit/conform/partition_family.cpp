@@ -57,7 +57,6 @@ void append_double(std::string& out, double v) {
   out.append(buf, r.ptr);
 }
 
-std::string clip(const std::string& line) { return line.size() > 200 ? line.substr(0, 200) + "..." : line; }
 
 }  // namespace
 
@@ -208,18 +207,7 @@ PartitionCase decode_partition_request(const std::string& line, const std::strin
 }
 
 PartitionReply decode_partition_response(const std::string& line, std::int64_t expected_id) {
-  nlohmann::json j;
-  try {
-    j = nlohmann::json::parse(line);
-  } catch (const nlohmann::json::exception&) {
-    throw ProtocolError(ProtocolErrorKind::BadJson,
-                        "response to request " + std::to_string(expected_id) + " is not JSON: '" + clip(line) + "'");
-  }
-  if (!j.is_object() || !j.contains("id") || !j["id"].is_number_integer())
-    throw ProtocolError(ProtocolErrorKind::BadResponse,
-                        "response to request " + std::to_string(expected_id) + " has no integer \"id\": '" + clip(line) + "'");
-  if (j["id"].get<std::int64_t>() != expected_id)
-    throw ProtocolError(ProtocolErrorKind::WrongId, "expected id " + std::to_string(expected_id) + ", got " + j["id"].dump());
+  const nlohmann::json j = parse_response_envelope(line, expected_id);
   PartitionReply r;
   const std::string where = "response " + std::to_string(expected_id) + ": ";
   if (j.contains("infeasible") && j["infeasible"] == true) {

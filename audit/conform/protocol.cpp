@@ -174,11 +174,11 @@ Positions decode_positions(const nlohmann::json& list, const std::string& where)
   return out;
 }
 
-std::string clip(const std::string& line) { return line.size() > 200 ? line.substr(0, 200) + "..." : line; }
-
 }  // namespace
 
-Selection decode_response(const std::string& line, std::int64_t expected_id) {
+std::string clip(const std::string& line) { return line.size() > 200 ? line.substr(0, 200) + "..." : line; }
+
+nlohmann::json parse_response_envelope(const std::string& line, std::int64_t expected_id) {
   nlohmann::json j;
   try {
     j = nlohmann::json::parse(line);
@@ -194,6 +194,11 @@ Selection decode_response(const std::string& line, std::int64_t expected_id) {
     throw ProtocolError(ProtocolErrorKind::WrongId, "expected id " + std::to_string(expected_id) + ", got " +
                                                         j["id"].dump());
   }
+  return j;
+}
+
+Selection decode_response(const std::string& line, std::int64_t expected_id) {
+  const nlohmann::json j = parse_response_envelope(line, expected_id);
   if (!j.contains("kept") || !j["kept"].is_array()) {
     std::string why = j.contains("error") ? "the implementation answered an error: " + j["error"].dump()
                                           : "no \"kept\" array: '" + clip(line) + "'";

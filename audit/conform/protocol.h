@@ -12,6 +12,8 @@
 #include <stdexcept>
 #include <string>
 
+#include <nlohmann/json.hpp>
+
 #include "audit/conform/conform_case.h"
 
 namespace kvaudit::conform {
@@ -49,5 +51,12 @@ ConformCase decode_request(const std::string& line, Flavour flavour, const std::
 // Parses one response line. Throws ProtocolError (BadJson, WrongId, BadResponse); never judges the positions
 // themselves: range, uniqueness and order are the oracle's rules, so unsorted or duplicate answers pass here.
 Selection decode_response(const std::string& line, std::int64_t expected_id);
+
+// The envelope every method's response shares: `line` parsed as a JSON object whose integer "id" is
+// `expected_id`. Throws ProtocolError (bad-json, bad-response, wrong-id) otherwise.
+nlohmann::json parse_response_envelope(const std::string& line, std::int64_t expected_id);
+
+// A line or value as messages quote it: at most 200 characters.
+std::string clip(const std::string& line);
 
 }  // namespace kvaudit::conform

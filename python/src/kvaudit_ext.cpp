@@ -29,6 +29,7 @@
 #include "audit/page_claims.h"
 #include "audit/paging_findings.h"
 #include "cli/float32_input.h"
+#include "cli/page_select_output.h"
 #include "cli/paging_input.h"
 #include "cli/select_args.h"
 #include "core/compression_ratio.h"
@@ -454,20 +455,7 @@ nb::object select_fn(const std::string& method, const Array& scores, const std::
   thread_local select::Workspace ws;
   const Selection sel = select::select_layer(f.view(), p, ws);
   if (!full) return selection_array(sel);
-  // select_command.cpp's output.
-  json out = cli::describe_params(p, f);
-  const Index declared = cli::declared_token_budget(p, f.tokens);
-  out["per_head"] = sel.per_head();
-  if (sel.per_head()) {
-    std::set<Index> all;
-    for (const Positions& h : sel.kept) all.insert(h.begin(), h.end());
-    out["kept"] = Positions(all.begin(), all.end());
-    out["kept_per_head"] = sel.kept;
-  } else {
-    out["kept"] = sel.kept[0];
-  }
-  out["budget"] = declared >= 0 ? declared : static_cast<Index>(sel.kept[0].size());
-  return json_object(out);
+  return json_object(cli::describe_selection(p, f, sel));
 }
 
 PyVerdict check_fn(const std::string& method, const Array& scores, nb::handle kept, const std::string& ratio,
@@ -624,39 +612,7 @@ nb::object page_select_fn(const Array& attention, const PageKnobs& k, bool full)
     return l;
   }
   const audit::SelectorComparison c = audit::compare_selector_with_oracle(attn, p);
-  json groups = json::array();
-  Index total_pages = 0, total_tokens = 0;
-  for (Index g = 0; g < s.groups; ++g) {
-    json w = json::array(), h2 = json::array(), heads = json::array();
-    for (Index h = g * p.group_size; h < (g + 1) * p.group_size; ++h) {
-      heads.push_back(h);
-      w.push_back(s.weights[static_cast<std::size_t>(h)]);
-      const double col = s.collision[static_cast<std::size_t>(h)];
-      h2.push_back(col > 0 ? json(-std::log(col)) : json(nullptr));
-    }
-    const auto kept = s.kept_pages(0, g);
-    const Index retained = s.retained[static_cast<std::size_t>(g)];
-    total_pages += static_cast<Index>(kept.size());
-    total_tokens += retained;
-    groups.push_back({{"group", g}, {"heads", heads}, {"weights", w}, {"renyi2_sink_isolated", h2}, {"kept_pages", kept},
-                      {"kept_page_count", kept.size()}, {"retained_tokens", retained}});
-  }
-  json out = {{"tokens", s.tokens},
-              {"page_size", s.page_size},
-              {"pages", s.pages},
-              {"budget", s.budget},
-              {"compression_ratio", p.ratio.text},
-              {"pooling", k.pooling},
-              {"page_score", k.page_score},
-              {"sinks", p.n_sink},
-              {"groups", groups},
-              {"total_kept_pages", total_pages},
-              {"ledger_kept_tuples", s.kept_total()},
-              {"total_retained_tokens", total_tokens},
-              {"oracle", {{"verdict", to_string(c.verdict.kind)}, {"rule", c.verdict.rule}, {"message", c.verdict.message},
-                          {"canonical", c.canonical}, {"tie_admissible", c.tie_admissible}}}};
-  add_precision(out, precision);
-  return nb::cast(out.dump());
+  return nb::cast(cli::describe_page_selection(s, p, k.pooling, k.page_score, c, precision).dump());
 }
 
 PyVerdict check_pages_fn(const Array& attention, nb::handle kept_pages, const PageKnobs& k, nb::handle rel_tolerance) {
