@@ -1,7 +1,6 @@
 // The Page-EntroKV and partition families of `kvaudit conform`, without an implementation process: the
 // checkers against the exact oracles, every rule on a hand-made or searched case, the wire formats, --max-size,
-// hostile replay lines, inconclusive never a pass, and the in-process judging throughput.
-#include <chrono>
+// hostile replay lines, inconclusive never a pass. (Throughput: benchmarks/conform_judge_bench.cpp.)
 #include <cmath>
 #include <fstream>
 #include <iostream>
@@ -25,19 +24,6 @@ using namespace kvaudit::conform;
 namespace paging = kvaudit::oracle::paging;
 
 namespace {
-
-// The throughput floor holds for an optimized build; sanitizers slow everything down several times.
-#if defined(__SANITIZE_ADDRESS__)
-constexpr bool kSanitized = true;
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer)
-constexpr bool kSanitized = true;
-#else
-constexpr bool kSanitized = false;
-#endif
-#else
-constexpr bool kSanitized = false;
-#endif
 
 std::vector<PageCase> sample_pages(int count, Index max_size, std::uint64_t seed) {
   rc::Random random(seed);
@@ -431,66 +417,3 @@ TEST(ConformFamiliesCli, WrongShapedPageAnswersAreViolationsAndGarbageIsAProtoco
   EXPECT_EQ(garbage.report["protocol_error"]["kind"], "bad-response");
 }
 
-// ---- Throughput ----------------------------------------------------------------------------------------
-
-TEST(ConformPageJudge, ThroughputInProcessAtT512G8) {
-  // 64 cases, T uniform in [32, 512], G in 1..8, 1-2 groups, P = 16, defaults; judged round-robin.
-  std::mt19937 rng(17);
-  std::vector<PageCase> cases;
-  std::vector<PageAnswer> canonical, tied_high;
-  for (int i = 0; i < 64; ++i) {
-    PageCase c;
-    c.params.group_size = 1 + static_cast<Index>(rng() % 8);
-    c.q_heads = c.params.group_size * (1 + static_cast<Index>(rng() % 2));
-    c.tokens = 32 + static_cast<Index>(rng() % 481);
-    for (Index h = 0; h < c.q_heads; ++h) {
-      std::vector<double> w(static_cast<std::size_t>(c.tokens));
-      double total = 0;
-      for (auto& v : w) total += v = (rng() % 4 == 0) ? static_cast<double>(rng() % 50) : static_cast<double>(rng() % 3);
-      for (auto& v : w) c.values.push_back(static_cast<float>(total > 0 ? v / total : 1.0 / c.tokens));
-    }
-    c.params.ratio_text = i % 2 ? "0.8" : "0.9";
-    canonical.push_back(answer_of(canonical_pages(c)));
-    cases.push_back(std::move(c));
-  }
-  // Wrong answers (group 0's last kept page swapped for the last page it drops) take the oracle's check and the
-  // mistake naming.
-  std::vector<std::size_t> differ;
-  std::vector<PageAnswer> swapped;
-  for (std::size_t i = 0; i < cases.size(); ++i) {
-    PageAnswer a = canonical[i];
-    auto& g0 = a.kept_pages[0];
-    const Index n = (cases[i].tokens + 15) / 16;
-    Index dropped = n - 1;
-    while (dropped >= 0 && std::find(g0.begin(), g0.end(), dropped) != g0.end()) --dropped;
-    if (g0.size() > 1 && dropped >= 1) {
-      g0.back() = dropped;
-      std::sort(g0.begin(), g0.end());
-      if (!judge_pages(cases[i], a).passed()) differ.push_back(i);
-    }
-    swapped.push_back(std::move(a));
-  }
-  auto rate = [&](const std::vector<PageAnswer>& answers, double seconds, bool right = true) {
-    int judged = 0;
-    const auto start = std::chrono::steady_clock::now();
-    double elapsed = 0;
-    while (elapsed < seconds) {
-      for (std::size_t i = 0; i < cases.size(); ++i) {
-        if (!right && std::find(differ.begin(), differ.end(), i) == differ.end()) continue;
-        if (judge_pages(cases[i], answers[i]).passed() != right) ADD_FAILURE() << "case " << i << " misjudged";
-        ++judged;
-      }
-      elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-    }
-    return judged / elapsed;
-  };
-  const double r = rate(canonical, 0.5);
-  std::cout << "Page-EntroKV judge: " << static_cast<long>(r) << " cases/s in-process (T 32..512, G 1..8, canonical answers)\n";
-  ASSERT_GT(differ.size(), 10u);
-  const double w = rate(swapped, 0.3, false);
-  std::cout << "Page-EntroKV judge: " << static_cast<long>(w) << " cases/s on " << differ.size()
-            << " kinds of wrong answers (a kept page swapped), oracle check and mistake naming included\n";
-  if (!kSanitized) {
-    EXPECT_GE(r, 20000.0) << "the judge must never be the bottleneck (issue 17)";
-  }
-}
