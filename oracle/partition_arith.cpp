@@ -127,6 +127,14 @@ ExactPrefix::Decision ExactPrefix::compare_with(std::span<const Index> full_boun
 }
 
 ExactPrefix::Decision ExactPrefix::compare(std::span<const Index> full_a, std::span<const Index> full_b) const {
+  if (exact_) {  // fast path, as in compare_with
+    const Eval a = evaluate(impl_->prefix, full_a), b = evaluate(impl_->prefix, full_b);
+    const Real d = a.H - b.H;
+    if (a.exact && b.exact) return from_sign(d < 0 ? -1 : d > 0 ? 1 : 0);
+    const Real tol = mpfr_bound(a.H, a.masses.size()) + mpfr_bound(b.H, b.masses.size());
+    if (d > tol) return Decision::Greater;
+    if (d < -tol) return Decision::Less;
+  }
   // H depends only on the multiset of masses (zero masses contribute nothing): equal multisets tie exactly.
   auto masses = [&](std::span<const Index> bounds) {
     std::vector<Rational> q;
@@ -137,14 +145,6 @@ ExactPrefix::Decision ExactPrefix::compare(std::span<const Index> full_a, std::s
   };
   const std::vector<Rational> qa = masses(full_a), qb = masses(full_b);
   if (qa == qb) return Decision::Equal;
-  if (exact_) {  // fast path, as in compare_with
-    const Eval a = evaluate(impl_->prefix, full_a), b = evaluate(impl_->prefix, full_b);
-    const Real d = a.H - b.H;
-    if (a.exact && b.exact) return from_sign(d < 0 ? -1 : d > 0 ? 1 : 0);
-    const Real tol = mpfr_bound(a.H, a.masses.size()) + mpfr_bound(b.H, b.masses.size());
-    if (d > tol) return Decision::Greater;
-    if (d < -tol) return Decision::Less;
-  }
   LogLinearForm x;  // H(a) - H(b)
   for (const Rational& q : qa) x.add_entropy_term(q, +1);
   for (const Rational& q : qb) x.add_entropy_term(q, -1);
