@@ -101,13 +101,7 @@ std::string encode_page_request(std::int64_t id, const PageCase& c) {
 }
 
 PageCase decode_page_request(const std::string& line, const std::string& source) {
-  nlohmann::json j;
-  try {
-    j = nlohmann::json::parse(line);
-  } catch (const nlohmann::json::exception& e) {
-    throw InputError(source, "request", std::string("not JSON: ") + e.what());
-  }
-  if (!j.is_object()) throw InputError(source, "request", "not a JSON object");
+  nlohmann::json j = parse_request_object(line, source);
   PageCase c;
   c.origin = source;
   try {

@@ -174,13 +174,7 @@ std::string encode_partition_request(std::int64_t id, const PartitionCase& c) {
 }
 
 PartitionCase decode_partition_request(const std::string& line, const std::string& source) {
-  nlohmann::json j;
-  try {
-    j = nlohmann::json::parse(line);
-  } catch (const nlohmann::json::exception& e) {
-    throw InputError(source, "request", std::string("not JSON: ") + e.what());
-  }
-  if (!j.is_object()) throw InputError(source, "request", "not a JSON object");
+  nlohmann::json j = parse_request_object(line, source);
   PartitionCase c;
   c.origin = source;
   if (j.contains("method") && j["method"] != "partition")

@@ -178,6 +178,17 @@ Positions decode_positions(const nlohmann::json& list, const std::string& where)
 
 std::string clip(const std::string& line) { return line.size() > 200 ? line.substr(0, 200) + "..." : line; }
 
+nlohmann::json parse_request_object(const std::string& line, const std::string& source) {
+  nlohmann::json j;
+  try {
+    j = nlohmann::json::parse(line);
+  } catch (const nlohmann::json::exception& e) {
+    throw InputError(source, "request", std::string("not JSON: ") + e.what());
+  }
+  if (!j.is_object()) throw InputError(source, "request", "not a JSON object");
+  return j;
+}
+
 nlohmann::json parse_response_envelope(const std::string& line, std::int64_t expected_id) {
   nlohmann::json j;
   try {

@@ -52,6 +52,9 @@ ConformCase decode_request(const std::string& line, Flavour flavour, const std::
 // themselves: range, uniqueness and order are the oracle's rules, so unsorted or duplicate answers pass here.
 Selection decode_response(const std::string& line, std::int64_t expected_id);
 
+// A request line (a replay file's) parsed as a JSON object; InputError(source, "request", ...) otherwise.
+nlohmann::json parse_request_object(const std::string& line, const std::string& source);
+
 // The envelope every method's response shares: `line` parsed as a JSON object whose integer "id" is
 // `expected_id`. Throws ProtocolError (bad-json, bad-response, wrong-id) otherwise.
 nlohmann::json parse_response_envelope(const std::string& line, std::int64_t expected_id);
