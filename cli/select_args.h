@@ -67,21 +67,27 @@ struct ScoreFile {
   HeadScores view() const { return HeadScores{heads, tokens, {values.data(), values.size()}}; }
 };
 
+// heads and T of a (T,) or (heads, T) score array, validated (shared with the Python front end).
+inline ScoreFile score_file_shape(const std::vector<Index>& shape, const std::string& path) {
+  ScoreFile f;
+  if (shape.size() == 1) {
+    f.heads = 1;
+    f.tokens = shape[0];
+  } else if (shape.size() == 2) {
+    f.heads = shape[0];
+    f.tokens = shape[1];
+  } else {
+    throw InputError(path, "shape", "expected (T,) or (heads, T), got rank " + std::to_string(shape.size()));
+  }
+  if (f.heads < 1 || f.tokens < 1) throw InputError(path, "shape", "empty score array (heads and T must be >= 1)");
+  return f;
+}
+
 inline ScoreFile read_score_file(const std::string& path) {
   io::NpyArray a = io::read_npy(path);
   if (a.dtype.size() < 2 || a.dtype[1] != 'f')
     throw InputError(path, "dtype", "expected float16, float32 or float64 scores, got '" + a.dtype + "'");
-  ScoreFile f;
-  if (a.shape.size() == 1) {
-    f.heads = 1;
-    f.tokens = a.shape[0];
-  } else if (a.shape.size() == 2) {
-    f.heads = a.shape[0];
-    f.tokens = a.shape[1];
-  } else {
-    throw InputError(path, "shape", "expected (T,) or (heads, T), got rank " + std::to_string(a.shape.size()));
-  }
-  if (f.heads < 1 || f.tokens < 1) throw InputError(path, "shape", "empty score array (heads and T must be >= 1)");
+  ScoreFile f = score_file_shape(a.shape, path);
   f.values = narrow_for_float32(a, path, f.precision);
   return f;
 }

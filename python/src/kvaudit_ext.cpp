@@ -179,17 +179,7 @@ cli::ScoreFile score_file(const Array& a, const std::string& path) {
   Imported arr = import_array(a, path, &direct);
   if (arr.dtype != "bfloat16" && (arr.dtype.size() < 2 || arr.dtype[1] != 'f'))
     throw InputError(path, "dtype", "expected float16, float32 or float64 scores, got '" + arr.dtype + "'");
-  cli::ScoreFile f;
-  if (arr.shape.size() == 1) {
-    f.heads = 1;
-    f.tokens = arr.shape[0];
-  } else if (arr.shape.size() == 2) {
-    f.heads = arr.shape[0];
-    f.tokens = arr.shape[1];
-  } else {
-    throw InputError(path, "shape", "expected (T,) or (heads, T), got rank " + std::to_string(arr.shape.size()));
-  }
-  if (f.heads < 1 || f.tokens < 1) throw InputError(path, "shape", "empty score array (heads and T must be >= 1)");
+  cli::ScoreFile f = cli::score_file_shape(arr.shape, path);
   if (arr.values.empty() && !direct.empty()) {  // float16 / bfloat16 / float32: nothing to narrow
     io::require_finite(std::span<const float>(direct), path, "values");
     f.values = std::move(direct);
