@@ -17,22 +17,32 @@ using nlohmann::json;
 
 struct Unit {
   const StageInfo* stage;
-  std::string prompt;  // empty for global stages
+  std::string model;   // empty for global stages
+  std::string prompt;  // empty unless per prompt
 };
 
 std::vector<Unit> enumerate_units(const std::vector<io::PromptDump>& dumps) {
   std::vector<Unit> units;
   for (const auto& stage : audit_stages()) {
-    if (stage.per_prompt && !dumps.empty()) {
-      for (const auto& d : dumps) units.push_back({&stage, d.name});
+    if (stage.scope == Scope::Global || dumps.empty()) {
+      units.push_back({&stage, "", ""});
     } else {
-      units.push_back({&stage, ""});
+      for (const auto& d : dumps) {
+        if (stage.scope == Scope::PerPrompt) units.push_back({&stage, d.model, d.name});
+        else if (units.back().stage != &stage || units.back().model != d.model) units.push_back({&stage, d.model, ""});
+      }
     }
   }
   return units;
 }
 
-std::string unit_key(const std::string& stage, const std::string& prompt) { return prompt.empty() ? stage : stage + "@" + prompt; }
+bool in_unit(const Unit& u, const io::PromptDump& d) {
+  return u.stage->scope == Scope::Global || (d.model == u.model && (u.stage->scope == Scope::PerModel || d.name == u.prompt));
+}
+
+std::string unit_key(const std::string& stage, const std::string& model, const std::string& prompt) {
+  return model.empty() ? stage : stage + "@" + model + (prompt.empty() ? "" : "/" + prompt);
+}
 
 json missing_section(const StageInfo& stage, const std::string& why) {
   return {{"section", stage.id}, {"title", stage.title}, {"status", "missing-inputs"}, {"status_reason", why}};
@@ -46,20 +56,23 @@ json& titled(json& list, const json& title, const json& fresh) {
   return list.back();
 }
 
-// Tags every row/series/finding/claim of a prompt's section with the prompt, then appends it to `into`.
-void absorb(json& into, const json& part, const std::string& prompt) {
-  auto tagged = [&](const std::string& s) { return prompt.empty() ? s : prompt + ": " + s; };
+// Tags every row/series/finding/claim of a unit's section with its model and prompt, then appends it to `into`.
+void absorb(json& into, const json& part, const std::string& model, const std::string& prompt) {
+  const std::string where = model.empty() ? "" : prompt.empty() ? model : model + "/" + prompt;
+  auto tagged = [&](const std::string& s) { return where.empty() ? s : where + ": " + s; };
   if (part.contains("summary")) {
-    if (prompt.empty()) into["summary"] = part["summary"];
-    else into["summary"][prompt] = part["summary"];
+    if (where.empty()) into["summary"] = part["summary"];
+    else into["summary"][where] = part["summary"];
   }
   for (const auto& t : part.value("tables", json::array())) {
     json fresh = {{"title", t["title"]}, {"columns", json::array()}, {"rows", json::array()}};
+    if (!model.empty()) fresh["columns"].push_back("model");
     if (!prompt.empty()) fresh["columns"].push_back("prompt");
     for (const auto& c : t["columns"]) fresh["columns"].push_back(c);
     json& target = titled(into["tables"], t["title"], fresh);
     for (const auto& row : t["rows"]) {
       json r = json::array();
+      if (!model.empty()) r.push_back(model);
       if (!prompt.empty()) r.push_back(prompt);
       for (const auto& c : row) r.push_back(c);
       target["rows"].push_back(r);
@@ -75,13 +88,13 @@ void absorb(json& into, const json& part, const std::string& prompt) {
     }
   }
   for (auto f : part.value("findings", json::array())) {
-    if (!prompt.empty()) {
-      f["prompt"] = prompt;
-      f["id"] = tagged(f["id"].get<std::string>());
-    }
+    if (!model.empty()) f["model"] = model;
+    if (!prompt.empty()) f["prompt"] = prompt;
+    f["id"] = tagged(f["id"].get<std::string>());
     into["findings"].push_back(f);
   }
   for (auto c : part.value("claims", json::array())) {
+    if (!model.empty()) c["model"] = model;
     if (!prompt.empty()) c["prompt"] = prompt;
     into["claims"].push_back(c);
   }
@@ -96,15 +109,16 @@ json assemble(const json& units, const json& inputs) {
     for (const auto& u : units) {
       if (u["stage"] != stage.id) continue;
       const json& part = u["section"];
-      std::string prompt = u["prompt"];
+      const std::string model = u["model"], prompt = u["prompt"];
       std::string status = part.value("status", "failed");
       if (status != "ran") {
         // The worst status wins: failed > missing-inputs > not-run > ran.
         static const std::map<std::string, int> rank = {{"ran", 0}, {"not-run", 1}, {"missing-inputs", 2}, {"failed", 3}};
         if (rank.at(status) > rank.at(section["status"].get<std::string>())) section["status"] = status;
-        reasons.push_back((prompt.empty() ? "" : prompt + ": ") + part.value("status_reason", "no reason given"));
+        reasons.push_back((model.empty() ? "" : model + (prompt.empty() ? "" : "/" + prompt) + ": ") +
+                          part.value("status_reason", "no reason given"));
       }
-      absorb(section, part, prompt);
+      absorb(section, part, model, prompt);
     }
     if (!reasons.empty()) {
       std::string joined;
@@ -145,13 +159,13 @@ json run_audit(const AuditOptions& options) {
   std::vector<io::PromptDump> dumps;
   std::string data_problem;
   try {
-    dumps = io::load_dumps(options.data_dir);
+    dumps = io::load_all_dumps(options.data_dir);
   } catch (const InputError& e) {
     if (options.require_data) throw;
     data_problem = e.what();
   }
   json prompts = json::array();
-  for (const auto& d : dumps) prompts.push_back({{"name", d.name}, {"tokens", d.tokens}, {"file", d.file}});
+  for (const auto& d : dumps) prompts.push_back({{"model", d.model}, {"name", d.name}, {"tokens", d.tokens}, {"file", d.file}});
   json inputs = {{"data_dir", options.data_dir}, {"seed", options.seed}, {"quick", options.quick}, {"prompts", prompts}};
   if (!data_problem.empty()) inputs["data_problem"] = data_problem;
 
@@ -163,13 +177,13 @@ json run_audit(const AuditOptions& options) {
     const Unit& unit = units[u];
     std::vector<io::PromptDump> slice;
     for (const auto& d : dumps)
-      if (!unit.stage->per_prompt || d.name == unit.prompt) slice.push_back(d);
-    options.progress("audit: " + unit_key(unit.stage->id, unit.prompt) + " (" + std::to_string(u + 1) + "/" +
+      if (in_unit(unit, d)) slice.push_back(d);
+    options.progress("audit: " + unit_key(unit.stage->id, unit.model, unit.prompt) + " (" + std::to_string(u + 1) + "/" +
                      std::to_string(units.size()) + ")");
     AuditContext ctx{options.data_dir, options.seed, options.quick, &slice, options.progress};
     json section;
     const auto started = std::chrono::steady_clock::now();
-    if (unit.stage->per_prompt && dumps.empty()) {
+    if (unit.stage->scope != Scope::Global && dumps.empty()) {
       section = missing_section(*unit.stage, "no real dumps loaded: " + (data_problem.empty() ? "manifest lists none" : data_problem));
     } else {
       try {
@@ -178,9 +192,9 @@ json run_audit(const AuditOptions& options) {
         section = {{"section", unit.stage->id}, {"title", unit.stage->title}, {"status", "failed"}, {"status_reason", e.what()}};
       }
     }
-    unit_seconds[unit_key(unit.stage->id, unit.prompt)] =
+    unit_seconds[unit_key(unit.stage->id, unit.model, unit.prompt)] =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
-    done.push_back({{"stage", unit.stage->id}, {"prompt", unit.prompt}, {"index", u}, {"section", section}});
+    done.push_back({{"stage", unit.stage->id}, {"model", unit.model}, {"prompt", unit.prompt}, {"index", u}, {"section", section}});
   }
   json report = assemble(done, inputs);
   report["coverage"] = {{"units_total", units.size()}, {"units_present", done.size()}};

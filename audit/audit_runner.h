@@ -1,4 +1,4 @@
-// Runs the audit as units of work (stage x prompt), possibly one shard of them, and assembles the report.
+// Runs the audit as units of work (stage x model x prompt), possibly one shard of them, and assembles the report.
 #pragma once
 
 #include <cstdint>
@@ -22,12 +22,14 @@ struct AuditOptions {
   std::function<void(const std::string&)> progress = [](const std::string&) {};
 };
 
-// A stage of the audit. Per-prompt stages run once per shipped prompt (with ctx.dumps holding that prompt
-// alone), which is what makes sharding and merging exact; global stages run once.
+// How often a stage runs: once; once per model (ctx.dumps holding that model's prompts); or once per prompt
+// (ctx.dumps holding that prompt alone). Units of work are what make sharding and merging exact.
+enum class Scope { Global, PerModel, PerPrompt };
+
 struct StageInfo {
   std::string id;
   std::string title;
-  bool per_prompt = false;
+  Scope scope = Scope::Global;
   Stage run;
 };
 

@@ -1,4 +1,4 @@
-// The audit's stages in report order. A stage needing real dumps is per-prompt (see audit_runner.h).
+// The audit's stages in report order. A stage needing real dumps runs per model or per prompt (audit_runner.h).
 #include "audit/audit_runner.h"
 #include "audit/budget_match.h"
 #include "audit/dump_conformance.h"
@@ -11,12 +11,12 @@ namespace kvaudit::audit {
 
 const std::vector<StageInfo>& audit_stages() {
   static const std::vector<StageInfo> stages = {
-      {"budget-match", "Budget match: ChunkKV vs EG-ChunkKV, float vs exact budget", false, budget_match_section},
-      {"dump-conformance", "Recorded kvpress selections on real dumps vs the oracle", true, dump_conformance_section},
-      {"retained-entropy", "Retained-token coherence (seed 000) and benchmark claims", false, retained_entropy_section},
-      {"pooling", "Entropy-budgeted contiguous pooling", false, pooling_section},
-      {"paging", "Page-EntroKV under GQA", false, paging_section},
-      {"suites", "Property suites and proof checks", false, suite_summary_section},
+      {"budget-match", "Budget match: ChunkKV vs EG-ChunkKV, float vs exact budget", Scope::Global, budget_match_section},
+      {"dump-conformance", "Recorded kvpress selections on real dumps vs the oracle", Scope::PerModel, dump_conformance_section},
+      {"retained-entropy", "Retained-token coherence (seed 000) and benchmark claims", Scope::Global, retained_entropy_section},
+      {"pooling", "Entropy-budgeted contiguous pooling", Scope::Global, pooling_section},
+      {"paging", "Page-EntroKV under GQA", Scope::PerModel, paging_section},
+      {"suites", "Property suites and proof checks", Scope::Global, suite_summary_section},
   };
   return stages;
 }

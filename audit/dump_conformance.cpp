@@ -3,6 +3,7 @@
 // the exporter asserted bit equality of scores.snapkv and the scores the press's inner scorer returned.
 #include "audit/dump_conformance.h"
 
+#include <algorithm>
 #include <map>
 #include <regex>
 #include <stdexcept>
@@ -44,8 +45,9 @@ std::vector<Index> layers_to_check(Index layers, bool quick) {
 }  // namespace
 
 std::optional<DumpPressConfig> parse_dump_press(const std::string& name) {
-  static const std::regex chunkkv(R"(chunkkv_c([1-9][0-9]{0,5}))");
-  static const std::regex eg(R"(eg_chunkkv_c([1-9][0-9]{0,5})_r([1-9][0-9]{0,5}))");
+  // An optional suffix names the inner scorer where it is not SnapKV (docs/dump-format.md).
+  static const std::regex chunkkv(R"(chunkkv_c([1-9][0-9]{0,5})(_expected_attention|_tova)?)");
+  static const std::regex eg(R"(eg_chunkkv_c([1-9][0-9]{0,5})_r([1-9][0-9]{0,5})(_expected_attention|_tova)?)");
   std::smatch m;
   if (std::regex_match(name, m, chunkkv)) return DumpPressConfig{name, Method::ChunkKV, std::stoll(m[1].str()), 4};
   if (std::regex_match(name, m, eg)) {
@@ -69,9 +71,12 @@ DumpConformanceCase check_dump_case(const io::PromptDump& dump, const std::strin
                                     Index layer) {
   const std::string name = "kept." + press + ".cr" + ratio;
   const io::Tensor& kept = dump.tensor(name);
-  const io::Tensor& scores = dump.tensor("scores.snapkv");
+  // The scores the press's inner scorer returned (schema 1 dumps: always SnapKV's).
+  const auto declared = dump.press_scores.find(press);
+  const std::string scores_name = declared == dump.press_scores.end() ? "scores.snapkv" : declared->second;
+  const io::Tensor& scores = dump.tensor(scores_name);
   if (layer < 0 || layer >= dump.layers) throw InputError(dump.file, name, "no layer " + std::to_string(layer));
-  DumpConformanceCase c{dump.name, press, ratio, layer, dump.tokens, 0, Verdict{}};
+  DumpConformanceCase c{dump.key(), press, ratio, layer, dump.tokens, 0, Verdict{}, scores_name};
   Selection claimed;
   claimed.kept.push_back(io::kept_positions(kept, layer));
   c.kept = static_cast<Index>(claimed.kept[0].size());
@@ -120,7 +125,7 @@ Section dump_conformance_section(const AuditContext& ctx) {
   }
   std::vector<DumpConformanceCase> cases;
   try {
-    ctx.progress("dump-conformance: checking recorded kvpress selections");
+    ctx.progress("dump-conformance: " + ctx.dumps->front().model + ": checking recorded kvpress selections");
     cases = check_dump_conformance(*ctx.dumps, ctx.quick);
   } catch (const std::exception& e) {
     sec["status"] = "failed";
@@ -136,15 +141,15 @@ Section dump_conformance_section(const AuditContext& ctx) {
 
   std::map<std::pair<std::string, std::string>, Counts> by_config;  // (press, ratio)
   std::map<std::string, Counts> by_press;
-  // Kept counts per (prompt, ratio, layer) and press, for the budget-equality claim below.
-  std::map<std::tuple<std::string, std::string, Index>, std::map<std::string, Index>> kept_counts;
+  // Kept counts per (prompt, ratio, layer, inner scorer) and press, for the budget-equality claim below.
+  std::map<std::tuple<std::string, std::string, Index, std::string>, std::map<std::string, Index>> kept_counts;
   Counts all;
   json& findings = sec["findings"];
   for (const auto& c : cases) {
     count(by_config[{c.press, c.ratio}], c.verdict.kind);
     count(by_press[c.press], c.verdict.kind);
     count(all, c.verdict.kind);
-    kept_counts[{c.prompt, c.ratio, c.layer}][c.press] = c.kept;
+    kept_counts[{c.prompt, c.ratio, c.layer, c.scores}][c.press] = c.kept;
     if (c.verdict.kind == VerdictKind::Conforms) continue;
     findings.push_back({{"id", "dump-conformance-" + c.prompt + "-" + c.press + "-cr" + c.ratio + "-l" + std::to_string(c.layer)},
                         {"rule", c.verdict.rule.empty() ? std::string(to_string(c.verdict.kind)) : c.verdict.rule},
@@ -153,7 +158,7 @@ Section dump_conformance_section(const AuditContext& ctx) {
                                         ": " + c.verdict.message},
                         {"reproduce", dump_case_reproduce_command(c)},
                         {"counterexample", {{"prompt", c.prompt}, {"layer", c.layer}, {"press", c.press}, {"ratio", c.ratio},
-                                            {"tokens", c.tokens}, {"kept", c.kept}, {"scores", "scores.snapkv[layer]"},
+                                            {"tokens", c.tokens}, {"kept", c.kept}, {"scores", c.scores + "[layer]"},
                                             {"selection", "kept." + c.press + ".cr" + c.ratio + "[layer]"}}}});
   }
   for (const auto& [press, n] : by_press) {
@@ -206,7 +211,7 @@ Section dump_conformance_section(const AuditContext& ctx) {
     sec["claims"].push_back({{"claim", "EntropyGatedChunkKVPress keeps the same number of tokens as ChunkKVPress (\"matching the budget of ChunkKVPress\")"},
                              {"source", "kvpress 0.5.5 EntropyGatedChunkKVPress docstring"},
                              {"measured", std::to_string(differ) + " of " + std::to_string(compared) +
-                                              " (prompt, layer, ratio, ChunkKV variant) pairs differ" +
+                                              " (prompt, layer, ratio, ChunkKV variant over the same inner scorer) pairs differ" +
                                               (example.empty() ? "" : "; e.g. " + example)},
                              {"verdict", differ == 0 ? "confirmed" : "refuted"},
                              {"why", "counts of positions the released presses actually kept, recorded by tools/export"}});
@@ -239,12 +244,14 @@ Section dump_conformance_section(const AuditContext& ctx) {
                              {"why", "kvpress computes int(T * (1 - rho)) in IEEE double: 1 - 0.8 = 0.19999999999999996, so T * (1 - rho) falls just below the integer (1 - rho) T whenever that is one"}});
   }
 
+  Index max_tokens = 0;
+  for (const auto& d : *ctx.dumps) max_tokens = std::max(max_tokens, d.tokens);
   json per_press = json::object();
   for (const auto& [press, n] : by_press) {
     per_press[press] = {{"cases", n.total()}, {"conforming", n.conforming}, {"violating", n.violating},
                         {"inconclusive", n.inconclusive}, {"not_run", n.not_run}};
   }
-  sec["summary"] = {{"prompts", ctx.dumps->size()}, {"cases", all.total()}, {"conforming", all.conforming},
+  sec["summary"] = {{"prompts", ctx.dumps->size()}, {"max_tokens", max_tokens}, {"cases", all.total()}, {"conforming", all.conforming},
                     {"violating", all.violating}, {"inconclusive", all.inconclusive}, {"not_run", all.not_run},
                     {"layers", ctx.quick ? "0, L/2, L-1 (quick)" : "all"}, {"per_press", per_press}};
   return sec;

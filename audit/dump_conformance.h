@@ -26,13 +26,14 @@ std::optional<DumpPressConfig> parse_dump_press(const std::string& name);
 
 // One recorded selection and the oracle's verdict on it.
 struct DumpConformanceCase {
-  std::string prompt;
+  std::string prompt;  // PromptDump::key(): model/prompt
   std::string press;
   std::string ratio;  // decimal text, as in the tensor name
   Index layer = 0;
   Index tokens = 0;
   Index kept = 0;     // positions the press kept at this layer
   Verdict verdict;    // NotRun with rule "oracle-error" if the oracle threw
+  std::string scores;  // the scores.* tensor the press ranked
 };
 
 // The oracle's parameters for a recorded press at a ratio (kvpress flavour, lower median).

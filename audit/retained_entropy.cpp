@@ -56,6 +56,54 @@ double normalized_entropy(const std::vector<double>& scores) {
   return std::clamp(h / std::log(static_cast<double>(scores.size())), 0.0, 1.0);
 }
 
+struct Coherence {
+  std::pair<Moments, Moments> moments;  // (ChunkKV, EG-ChunkKV)
+  long in_window = 0;                   // ChunkKV-kept chunks inside SnapKV's observation window
+};
+using CoherenceByRatio = std::map<std::string, Coherence>;
+
+// Normalized entropy of each ChunkKV-kept chunk (c = 10) and of EG-ChunkKV's kept tokens inside it, per ratio,
+// over the prompts [first, last) (SnapKV scores, every layer).
+CoherenceByRatio coherence_by_ratio(std::vector<io::PromptDump>::const_iterator first, std::vector<io::PromptDump>::const_iterator last) {
+  CoherenceByRatio by_ratio;
+  for (auto it = first; it != last; ++it) {
+    const io::PromptDump& d = *it;
+    const auto snap = d.tensors.find("scores.snapkv");
+    if (snap == d.tensors.end()) continue;
+    const auto& sc = snap->second;  // (layers, kv_heads, T)
+    for (const auto& [name, tensor] : d.tensors) {
+      auto kn = io::parse_kept_name(name);
+      if (!kn || kn->press != "chunkkv_c10") continue;
+      auto eg = d.tensors.find("kept.eg_chunkkv_c10_r4.cr" + kn->ratio);
+      if (eg == d.tensors.end()) continue;
+      auto& [ck_m, eg_m] = by_ratio[kn->ratio].moments;
+      const Index heads = sc.shape[1], T = sc.shape[2];
+      for (Index layer = 0; layer < tensor.shape[0]; ++layer) {
+        std::vector<double> x(static_cast<std::size_t>(T), 0.0);
+        for (Index h = 0; h < heads; ++h)
+          for (Index t = 0; t < T; ++t) x[t] += sc.values[static_cast<std::size_t>((layer * heads + h) * T + t)];
+        const Positions ck = io::kept_positions(tensor, layer);
+        const Positions eg_kept = io::kept_positions(eg->second, layer);
+        const std::set<Index> egk(eg_kept.begin(), eg_kept.end());
+        std::set<Index> chunks;
+        for (Index t : ck) chunks.insert(t / kChunk);
+        for (Index c : chunks) {
+          // SnapKV scores its last `window` positions equally (they are always kept): such chunks are flat.
+          by_ratio[kn->ratio].in_window += c * kChunk >= T - d.window;
+          std::vector<double> whole, rescued;
+          for (Index t = c * kChunk; t < std::min(T, (c + 1) * kChunk); ++t) {
+            whole.push_back(x[t]);
+            if (egk.count(t)) rescued.push_back(x[t]);
+          }
+          ck_m.add(normalized_entropy(whole));
+          if (!rescued.empty()) eg_m.add(normalized_entropy(rescued));
+        }
+      }
+    }
+  }
+  return by_ratio;
+}
+
 Section retained_entropy_section(const AuditContext& ctx) {
   Section s = {{"section", "retained-entropy"}, {"title", "Retained-token coherence (seed 000) and benchmark claims"}};
   s["claims"] = json::array(
@@ -74,84 +122,58 @@ Section retained_entropy_section(const AuditContext& ctx) {
     s["status_reason"] = "no dumps: the coherence claim needs recorded kvpress selections";
     return s;
   }
-  std::map<std::string, std::pair<Moments, Moments>> by_ratio;  // ratio -> (ChunkKV, EG-ChunkKV)
-  std::map<std::string, long> in_window;  // ChunkKV-kept chunks inside SnapKV's observation window
-  for (const auto& d : *ctx.dumps) {
-    const auto snap = d.tensors.find("scores.snapkv");
-    if (snap == d.tensors.end()) continue;
-    const auto& sc = snap->second;  // (layers, kv_heads, T)
-    for (const auto& [name, tensor] : d.tensors) {
-      auto kn = io::parse_kept_name(name);
-      if (!kn || kn->press != "chunkkv_c10") continue;
-      auto eg = d.tensors.find("kept.eg_chunkkv_c10_r4.cr" + kn->ratio);
-      if (eg == d.tensors.end()) continue;
-      auto& [ck_m, eg_m] = by_ratio[kn->ratio];
-      const Index heads = sc.shape[1], T = sc.shape[2];
-      for (Index layer = 0; layer < tensor.shape[0]; ++layer) {
-        std::vector<double> x(static_cast<std::size_t>(T), 0.0);
-        for (Index h = 0; h < heads; ++h)
-          for (Index t = 0; t < T; ++t) x[t] += sc.values[static_cast<std::size_t>((layer * heads + h) * T + t)];
-        const Positions ck = io::kept_positions(tensor, layer);
-        const Positions eg_kept = io::kept_positions(eg->second, layer);
-        const std::set<Index> egk(eg_kept.begin(), eg_kept.end());
-        std::set<Index> chunks;
-        for (Index t : ck) chunks.insert(t / kChunk);
-        for (Index c : chunks) {
-          // SnapKV scores its last `window` positions equally (they are always kept): such chunks are flat.
-          in_window[kn->ratio] += c * kChunk >= T - d.window;
-          std::vector<double> whole, rescued;
-          for (Index t = c * kChunk; t < std::min(T, (c + 1) * kChunk); ++t) {
-            whole.push_back(x[t]);
-            if (egk.count(t)) rescued.push_back(x[t]);
-          }
-          ck_m.add(normalized_entropy(whole));
-          if (!rescued.empty()) eg_m.add(normalized_entropy(rescued));
-        }
-      }
+  // Per model (the dumps come grouped by model): ratio -> (ChunkKV, EG-ChunkKV) moments.
+  json rows = json::array(), series = json::array();
+  for (auto first = ctx.dumps->begin(); first != ctx.dumps->end();) {
+    auto last = std::find_if(first, ctx.dumps->end(), [&](const io::PromptDump& d) { return d.model != first->model; });
+    const std::string model = first->model;
+    const CoherenceByRatio by_ratio = coherence_by_ratio(first, last);
+    first = last;
+    if (by_ratio.empty()) continue;
+    json ck_series = json::array(), eg_series = json::array();
+    std::vector<double> gaps;
+    for (const auto& [ratio, m] : by_ratio) {
+      const auto& [ck, eg] = m.moments;
+      rows.push_back({model, ratio, ck.n, m.in_window, fmt(ck.mean()), fmt(ck.std()), eg.n, fmt(eg.mean()), fmt(eg.std()),
+                      fmt(eg.mean() - ck.mean())});
+      ck_series.push_back({std::stod(ratio), ck.mean()});
+      eg_series.push_back({std::stod(ratio), eg.mean()});
+      gaps.push_back(eg.mean() - ck.mean());
     }
+    series.push_back({{"name", model + ": ChunkKV"}, {"points", ck_series}});
+    series.push_back({{"name", model + ": EG-ChunkKV"}, {"points", eg_series}});
+    const auto at = by_ratio.find("0.9");
+    if (at != by_ratio.end()) {
+      const double ck = at->second.moments.first.mean(), eg = at->second.moments.second.mean();
+      s["summary"][model] = {{"chunkkv_mean_cr0.9", ck}, {"eg_chunkkv_mean_cr0.9", eg}};
+      s["claims"].push_back({{"claim", "at cr 0.90 mean retained entropy rises from 0.947 (ChunkKV) to 0.983 (EG-ChunkKV)"},
+                             {"source", "seed 000"}, {"model", model},
+                             {"measured", model + " dumps: ChunkKV " + fmt(ck) + " vs EG-ChunkKV " + fmt(eg)},
+                             {"verdict", eg > ck ? "confirmed" : "refuted"},
+                             {"why", "direction checked on real selections; the seed's values come from Llama-3.1-8B on LongBench and are not comparable"}});
+    }
+    bool widening = true;
+    for (std::size_t i = 1; i < gaps.size(); ++i) widening = widening && gaps[i] >= gaps[i - 1];
+    std::string gap_text;
+    for (std::size_t i = 0; i < gaps.size(); ++i) gap_text += (i ? ", " : "") + fmt(gaps[i]);
+    s["claims"].push_back({{"claim", "the coherence gap (EG-ChunkKV minus ChunkKV retained entropy) widens monotonically as the budget tightens"},
+                           {"source", "seed 000"}, {"model", model},
+                           {"measured", "gaps at increasing cr: " + gap_text},
+                           {"verdict", widening ? "confirmed" : "refuted"},
+                           {"why", "ratios 0.5 .. 0.95 recorded by tools/export on " + model + "'s dumps; chunks inside SnapKV's observation "
+                                  "window score equally (entropy 1 for both methods), see the table's window column"}});
   }
-  if (by_ratio.empty()) {
+  if (rows.empty()) {
     s["status"] = "missing-inputs";
     s["status_reason"] = "the dumps hold no kept.chunkkv_c10.* / kept.eg_chunkkv_c10_r4.* pairs";
     return s;
   }
-  json rows = json::array(), ck_series = json::array(), eg_series = json::array();
-  std::vector<double> gaps;
-  for (const auto& [ratio, m] : by_ratio) {
-    const auto& [ck, eg] = m;
-    rows.push_back({ratio, ck.n, in_window[ratio], fmt(ck.mean()), fmt(ck.std()), eg.n, fmt(eg.mean()), fmt(eg.std()),
-                    fmt(eg.mean() - ck.mean())});
-    ck_series.push_back({std::stod(ratio), ck.mean()});
-    eg_series.push_back({std::stod(ratio), eg.mean()});
-    gaps.push_back(eg.mean() - ck.mean());
-  }
   s["status"] = "ran";
   s["tables"] = json::array({{{"title", "Mean normalized entropy of retained tokens inside ChunkKV-selected chunks (c = 10, SnapKV scores, all prompts and layers)"},
-                              {"columns", {"cr", "ChunkKV chunks", "of them in SnapKV window", "ChunkKV mean", "ChunkKV std", "EG-ChunkKV chunks", "EG-ChunkKV mean", "EG-ChunkKV std", "gap"}},
+                              {"columns", {"model", "cr", "ChunkKV chunks", "of them in SnapKV window", "ChunkKV mean", "ChunkKV std", "EG-ChunkKV chunks", "EG-ChunkKV mean", "EG-ChunkKV std", "gap"}},
                               {"rows", rows}}});
   s["charts"] = json::array({{{"title", "Retained entropy vs compression ratio"}, {"kind", "line"}, {"x_label", "compression ratio"},
-                              {"y_label", "mean normalized entropy"},
-                              {"series", {{{"name", "ChunkKV"}, {"points", ck_series}}, {{"name", "EG-ChunkKV"}, {"points", eg_series}}}}}});
-  const auto at = by_ratio.find("0.9");
-  if (at != by_ratio.end()) {
-    const double ck = at->second.first.mean(), eg = at->second.second.mean();
-    s["summary"] = {{"chunkkv_mean_cr0.9", ck}, {"eg_chunkkv_mean_cr0.9", eg}};
-    s["claims"].push_back({{"claim", "at cr 0.90 mean retained entropy rises from 0.947 (ChunkKV) to 0.983 (EG-ChunkKV)"},
-                           {"source", "seed 000"},
-                           {"measured", "SmolLM2 dumps: ChunkKV " + fmt(ck) + " vs EG-ChunkKV " + fmt(eg)},
-                           {"verdict", eg > ck ? "confirmed" : "refuted"},
-                           {"why", "direction checked on real selections; the seed's values come from Llama-3.1-8B on LongBench and are not comparable"}});
-  }
-  bool widening = true;
-  for (std::size_t i = 1; i < gaps.size(); ++i) widening = widening && gaps[i] >= gaps[i - 1];
-  std::string gap_text;
-  for (std::size_t i = 0; i < gaps.size(); ++i) gap_text += (i ? ", " : "") + fmt(gaps[i]);
-  s["claims"].push_back({{"claim", "the coherence gap (EG-ChunkKV minus ChunkKV retained entropy) widens monotonically as the budget tightens"},
-                         {"source", "seed 000"},
-                         {"measured", "gaps at increasing cr: " + gap_text},
-                         {"verdict", widening ? "confirmed" : "refuted"},
-                         {"why", "ratios 0.5 .. 0.95 recorded by tools/export on the shipped dumps; chunks inside SnapKV's observation "
-                                "window score equally (entropy 1 for both methods), see the table's window column"}});
+                              {"y_label", "mean normalized entropy"}, {"series", series}}});
   return s;
 }
 

@@ -1,7 +1,9 @@
 // libFuzzer harness for the dump manifest parser (core/io/dump.h load_dumps). The input is the text of
-// data/manifest.json; it points at a small valid dump written once into a scratch directory. Because every
-// prompt's sha256 must match, the harness replaces the placeholder @SHA@ in the input by the real checksum
-// of the dump file and @TSHA@ by that of its tokens file, so mutations reach the checks behind the checksum.
+// data/manifest.json; it points at small valid dumps written once into a scratch directory: small.safetensors
+// (selections as I64 positions) and small_bitmask.safetensors (the same selections as U8 bitmask rows, schema
+// 2). Because every prompt's sha256 must match, the harness replaces the placeholders @SHA@ and @BSHA@ in the
+// input by the real checksums of the two files and @TSHA@ by that of the tokens file, so mutations reach the
+// checks behind the checksum.
 #include <unistd.h>
 
 #include <cstdint>
@@ -26,7 +28,7 @@ using kvaudit::fuzz::report_and_trap;
 namespace {
 
 std::string g_dir;
-std::string g_sha, g_tokens_sha;
+std::string g_sha, g_bitmask_sha, g_tokens_sha;
 
 template <typename T>
 io::RawTensor raw(const std::string& dtype, std::vector<Index> shape, const std::vector<T>& v) {
@@ -38,7 +40,7 @@ io::RawTensor raw(const std::string& dtype, std::vector<Index> shape, const std:
 
 // T = 8 tokens, 2 layers, 2 query heads, 1 KV head, head_dim 2, window 2, qkv for layer 0: the smallest
 // dump with every required tensor (the fuzz/corpus/dump_manifest_fuzz seeds describe exactly this file).
-std::vector<std::uint8_t> small_dump() {
+std::vector<std::uint8_t> small_dump(bool bitmask) {
   std::vector<float> attn(2 * 2 * 8), kv(2 * 1 * 8), q(2 * 2 * 2), k(1 * 8 * 2);
   for (std::size_t i = 0; i < attn.size(); ++i) attn[i] = static_cast<float>(i % 8 + 1) / 36.0f;
   for (std::size_t i = 0; i < kv.size(); ++i) kv[i] = static_cast<float>((i * 5) % 8);
@@ -54,7 +56,10 @@ std::vector<std::uint8_t> small_dump() {
   t["qkv.layer0.query"] = raw("F32", {2, 2, 2}, q);
   t["qkv.layer0.key"] = raw("F32", {1, 8, 2}, k);
   t["qkv.layer0.value"] = raw("F32", {1, 8, 2}, k);
-  t["kept.chunkkv_c2.cr0.5"] = raw("I64", {2, 4}, std::vector<std::int64_t>{0, 1, 6, 7, 2, 3, -1, -1});
+  if (bitmask)  // positions {0, 1, 6, 7} and {2, 3}: bit t of byte 0 is position t
+    t["kept.chunkkv_c2.cr0.5"] = raw("U8", {2, 1}, std::vector<std::uint8_t>{0b11000011, 0b00001100});
+  else
+    t["kept.chunkkv_c2.cr0.5"] = raw("I64", {2, 4}, std::vector<std::int64_t>{0, 1, 6, 7, 2, 3, -1, -1});
   return io::encode_safetensors(t, {{"format", "kvaudit-fuzz"}});
 }
 
@@ -81,9 +86,11 @@ extern "C" int LLVMFuzzerInitialize(int*, char***) {
   if (mkdtemp(templ.data()) == nullptr) std::abort();
   g_dir = templ;
   std::atexit(remove_dir);
-  std::vector<std::uint8_t> dump = small_dump();
+  std::vector<std::uint8_t> dump = small_dump(false), bitmask = small_dump(true);
   write_file(g_dir + "/small.safetensors", dump.data(), dump.size());
+  write_file(g_dir + "/small_bitmask.safetensors", bitmask.data(), bitmask.size());
   g_sha = io::sha256_hex({dump.data(), dump.size()});
+  g_bitmask_sha = io::sha256_hex({bitmask.data(), bitmask.size()});
   const std::string tokens = "[1, 5, 9, 2, 6, 3, 7, 4]\n";
   write_file(g_dir + "/small.tokens.json", tokens.data(), tokens.size());
   g_tokens_sha = io::sha256_hex({reinterpret_cast<const std::uint8_t*>(tokens.data()), tokens.size()});
@@ -94,6 +101,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   std::string manifest(reinterpret_cast<const char*>(data), size);
   replace_all(manifest, "@TSHA@", g_tokens_sha);
   replace_all(manifest, "@SHA@", g_sha);
+  replace_all(manifest, "@BSHA@", g_bitmask_sha);
   write_file(g_dir + "/manifest.json", manifest.data(), manifest.size());
   std::vector<io::PromptDump> dumps;
   try {
@@ -116,8 +124,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
         }
       }
     }
-    if (p.needle && (p.needle->begin < 0 || p.needle->end > p.tokens || p.needle->begin >= p.needle->end))
-      report_and_trap("dump: needle outside the prompt accepted", manifest);
+    for (const io::Needle& n : p.needles)
+      if (n.begin < 0 || n.end > p.tokens || n.begin >= n.end) report_and_trap("dump: needle outside the prompt accepted", manifest);
   }
   return 0;
 }

@@ -171,6 +171,26 @@ def main():
     bad_sha = json.dumps(good).replace("@SHA@", "0" * 64)
     put("dump_manifest_fuzz", "bad_sha.json", bad_sha)
     put("dump_manifest_fuzz", "empty_prompts.json", '{"schema_version": 1, "prompts": []}')
+    # Schema 2: needles as a list, each press's scores tensor, selections as U8 bitmask rows (small_bitmask).
+    v2_prompt = json.loads(json.dumps(prompt))
+    del v2_prompt["needle"]
+    v2_prompt.update(file="small_bitmask.safetensors", sha256="@BSHA@",
+                     needles=[{"begin": 2, "end": 3, "depth": 0.25, "retrieved": True},
+                              {"begin": 5, "end": 7, "depth": 0.75, "retrieved": False}])
+    v2_prompt["tensors"]["kept.chunkkv_c2.cr0.5"] = {"dtype": "U8", "shape": [2, 1]}
+    v2 = {"schema_version": 2, "model": {"id": "fuzz/small"}, "kept_encoding": "bitmask",
+          "presses": {"chunkkv_c2": {"class": "ChunkKVPress", "chunk_length": 2, "scores": "scores.snapkv"}},
+          "prompts": [v2_prompt]}
+    put("dump_manifest_fuzz", "good_v2_bitmask.json", json.dumps(v2, indent=1))
+    positions_v2 = json.loads(json.dumps(v2))
+    positions_v2["kept_encoding"] = "positions"  # U8 rows where positions are declared: rejected
+    put("dump_manifest_fuzz", "v2_encoding_mismatch.json", json.dumps(positions_v2))
+    overlap = json.loads(json.dumps(v2))
+    overlap["prompts"][0]["needles"][1]["begin"] = 2  # needles out of order: rejected
+    put("dump_manifest_fuzz", "v2_needles_overlap.json", json.dumps(overlap))
+    tova = json.loads(json.dumps(v2))
+    tova["presses"]["chunkkv_c2"]["scores"] = "scores.tova"
+    put("dump_manifest_fuzz", "v2_press_scores_tova.json", json.dumps(tova))
 
     # ---- differential harnesses: FuzzedDataProvider bytes; real float32 bits feed the raw-bits regime ----
     f32 = [s for s in slices if s[1] == "F32"]

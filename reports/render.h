@@ -21,6 +21,15 @@ std::string cell_text(const nlohmann::json& value);
 // exactly these rows, so Markdown and HTML cannot drift apart.
 nlohmann::json claims_table(const nlohmann::json& report);
 nlohmann::json summary_table(const nlohmann::json& section);
+// The one-screen overview: finding verdicts counted per model (rows) and stage (columns), "all" for what no
+// model owns; and the claims scoreboard, one row per claim, one column per model, the verdict in each cell.
+nlohmann::json verdict_counts_table(const nlohmann::json& report);
+nlohmann::json claims_scoreboard(const nlohmann::json& report);
+// A counterexample as rows of (field, value): nested objects flattened to dotted names, long arrays
+// shortened to their first entries and their length.
+nlohmann::json counterexample_table(const nlohmann::json& counterexample);
+// Tables longer than this are rendered collapsed.
+inline constexpr std::size_t kCollapsedRows = 12;
 
 // Escapes &, <, > and " for HTML text and attribute values (SVG too).
 std::string html_escape(const std::string& text);

@@ -39,7 +39,14 @@ std::string render_markdown(const nlohmann::json& r) {
      << "`; generated " << r["volatile"].value("timestamp", "?") << " (volatile field).\n\n";
   md << "Inputs: `" << r["inputs"].dump() << "`\n\n";
 
-  md << "## Claims\n\n";
+  md << "## Overview\n\n**Findings per model and stage**\n\n";
+  const nlohmann::json counts = verdict_counts_table(r);
+  table(md, counts["columns"], counts["rows"]);
+  md << "**Claims scoreboard**\n\n";
+  const nlohmann::json board = claims_scoreboard(r);
+  table(md, board["columns"], board["rows"]);
+
+  md << "## Claims, measured\n\n";
   const nlohmann::json claims = claims_table(r);
   table(md, claims["columns"], claims["rows"]);
 

@@ -1,6 +1,7 @@
 // load_dumps: manifest validation, per-file sha256, and every tensor's dtype and shape against the manifest.
 #include "core/io/dump.h"
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <regex>
@@ -18,7 +19,9 @@
 namespace kvaudit::io {
 namespace {
 
-constexpr int kSchemaVersion = 1;
+// Schema 1: one optional "needle", selections as I64 positions. Schema 2 adds "needles" (a list, replacing
+// "needle"), "kept_encoding", each press's "scores" tensor, and U8 bitmask selections (docs/dump-format.md).
+constexpr int kMinSchema = 1, kMaxSchema = 2;
 
 using nlohmann::json;
 
@@ -71,6 +74,14 @@ void require_plain_name(const std::string& manifest, const std::string& field, c
 bool is_floating(const std::string& dtype) { return dtype == "F32" || dtype == "F16" || dtype == "BF16"; }
 bool is_integer(const std::string& dtype) { return dtype == "I32" || dtype == "I64"; }
 
+// What load_prompt needs from the manifest's top level.
+struct ManifestTop {
+  int schema = 1;
+  std::string model;                                // short name of model.id
+  std::string kept_encoding = "positions";          // "positions" or "bitmask"
+  std::map<std::string, std::string> press_scores;  // press -> scores tensor
+};
+
 std::string shape_text(const std::vector<Index>& shape) {
   std::string s = "(";
   for (std::size_t i = 0; i < shape.size(); ++i) s += (i ? ", " : "") + std::to_string(shape[i]);
@@ -80,14 +91,17 @@ std::string shape_text(const std::vector<Index>& shape) {
 // The shape and dtype class every tensor name must have given the prompt's sizes (docs/dump-format.md).
 // With `contents` false only dtypes and shapes are checked; load_prompt checks every shape before any
 // contents, so a wrong size in the manifest is reported as the shape error it is.
-void check_tensor(const PromptDump& p, const std::string& name, const Tensor& t, bool contents) {
+void check_tensor(const ManifestTop& top, const PromptDump& p, const std::string& name, const Tensor& t, bool contents) {
+  auto want_shape = [&](const std::vector<Index>& shape) {
+    if (!shape.empty() && t.shape != shape) {
+      throw InputError(p.file, name + ".shape", shape_text(t.shape) + " but the manifest sizes give " + shape_text(shape));
+    }
+  };
   auto want = [&](std::vector<Index> shape, bool floating) {
     if (floating ? !is_floating(t.dtype) : !is_integer(t.dtype)) {
       throw InputError(p.file, name + ".dtype", t.dtype + " but a " + (floating ? "floating" : "integer") + " dtype is required");
     }
-    if (!shape.empty() && t.shape != shape) {
-      throw InputError(p.file, name + ".shape", shape_text(t.shape) + " but the manifest sizes give " + shape_text(shape));
-    }
+    want_shape(shape);
   };
   // Hardening (docs/hardening.md): tensor names come from an untrusted header. libstdc++'s std::regex recurses
   // per character and overflows the stack on names of ~100 KB, so long names never reach a regex; the layer
@@ -114,7 +128,24 @@ void check_tensor(const PromptDump& p, const std::string& name, const Tensor& t,
     } else {
       want({p.kv_heads, p.tokens, p.head_dim}, true);
     }
-  } else if (parse_kept_name(name)) {
+  } else if (std::optional<KeptName> kept = parse_kept_name(name)) {
+    if (!top.press_scores.empty() && !top.press_scores.count(kept->press))
+      throw InputError(p.file, name, "press '" + kept->press + "' is not in the manifest's presses");
+    if ((t.dtype == "U8") != (top.kept_encoding == "bitmask"))
+      throw InputError(p.file, name + ".dtype", t.dtype + " but the manifest's kept_encoding '" + top.kept_encoding + "' needs " +
+                                                    (top.kept_encoding == "bitmask" ? "U8" : "an integer dtype"));
+    if (t.dtype == "U8") {
+      // A bitmask row per layer: T bits, the unused high bits of the last byte zero.
+      want_shape({p.layers, (p.tokens + 7) / 8});
+      if (!contents) return;
+      const Index width = t.shape[1], spare = width * 8 - p.tokens;
+      for (Index l = 0; l < p.layers; ++l) {
+        const Index last = t.integers[static_cast<std::size_t>(l * width + width - 1)];
+        if (spare > 0 && (last >> (8 - spare)) != 0)
+          throw InputError(p.file, name, "layer " + std::to_string(l) + " sets a bit past position T - 1 = " + std::to_string(p.tokens - 1));
+      }
+      return;
+    }
     want({}, false);
     if (t.shape.size() != 2 || t.shape[0] != p.layers) {
       throw InputError(p.file, name + ".shape", shape_text(t.shape) + " but (layers=" + std::to_string(p.layers) + ", n) is required");
@@ -139,7 +170,31 @@ void check_tensor(const PromptDump& p, const std::string& name, const Tensor& t,
   if (contents && is_floating(t.dtype)) require_finite(t.values, p.file, name);
 }
 
-PromptDump load_prompt(const std::string& data_dir, const std::string& manifest, std::size_t index, const json& entry) {
+// A needle object: integers 0 <= begin < end <= tokens; schema 2 adds depth in [0, 1] and retrieved.
+Needle parse_needle(const std::string& manifest, const std::string& field, const json& needle, Index tokens, int schema) {
+  if (!needle.is_object()) throw InputError(manifest, field, "must be an object");
+  Fields n{manifest, field + ".", needle};
+  const json& b = n.get("begin");
+  const json& e = n.get("end");
+  if (!b.is_number_integer() || !e.is_number_integer() || b.get<Index>() < 0 || b.get<Index>() >= e.get<Index>() ||
+      e.get<Index>() > tokens) {
+    throw InputError(manifest, field, "needs integers 0 <= begin < end <= tokens");
+  }
+  Needle out{b.get<Index>(), e.get<Index>(), std::nullopt, std::nullopt};
+  if (schema >= 2) {
+    const json& depth = n.get("depth");
+    if (!depth.is_number() || !(depth.get<double>() >= 0.0 && depth.get<double>() <= 1.0))
+      throw InputError(manifest, field + ".depth", "must be a number in [0, 1]");
+    const json& retrieved = n.get("retrieved");
+    if (!retrieved.is_boolean()) throw InputError(manifest, field + ".retrieved", "must be true or false");
+    out.depth = depth.get<double>();
+    out.retrieved = retrieved.get<bool>();
+  }
+  return out;
+}
+
+PromptDump load_prompt(const std::string& data_dir, const std::string& manifest, const ManifestTop& top, std::size_t index,
+                       const json& entry) {
   std::string prefix = "prompts[" + std::to_string(index) + "].";
   if (!entry.is_object()) throw InputError(manifest, "prompts[" + std::to_string(index) + "]", "must be an object");
   Fields f{manifest, prefix, entry};
@@ -149,6 +204,7 @@ PromptDump load_prompt(const std::string& data_dir, const std::string& manifest,
   p.kind = f.str("kind");
   std::string file = f.str("file");
   require_plain_name(manifest, f.prefix + "file", file);
+  p.dir = data_dir;
   p.file = (std::filesystem::path(data_dir) / file).string();
   std::string sha = f.str("sha256");
   if (!is_sha256_hex(sha)) throw InputError(manifest, f.prefix + "sha256", "must be 64 lowercase hex digits");
@@ -170,18 +226,20 @@ PromptDump load_prompt(const std::string& data_dir, const std::string& manifest,
     p.qkv_layers.push_back(l.get<Index>());
   }
 
-  const json& needle = f.get("needle");
-  if (!needle.is_null()) {
-    Fields n{manifest, f.prefix + "needle.", needle};
-    if (!needle.is_object()) throw InputError(manifest, f.prefix + "needle", "must be null or an object");
-    const json& b = n.get("begin");
-    const json& e = n.get("end");
-    if (!b.is_number_integer() || !e.is_number_integer() || b.get<Index>() < 0 || b.get<Index>() >= e.get<Index>() ||
-        e.get<Index>() > p.tokens) {
-      throw InputError(manifest, f.prefix + "needle", "needs integers 0 <= begin < end <= tokens");
+  if (top.schema == 1) {
+    const json& needle = f.get("needle");
+    if (!needle.is_null()) p.needles.push_back(parse_needle(manifest, f.prefix + "needle", needle, p.tokens, 1));
+  } else {
+    const json& needles = f.get("needles");
+    if (!needles.is_array()) throw InputError(manifest, f.prefix + "needles", "must be an array (empty without a needle)");
+    for (std::size_t i = 0; i < needles.size(); ++i) {
+      const std::string field = f.prefix + "needles[" + std::to_string(i) + "]";
+      p.needles.push_back(parse_needle(manifest, field, needles[i], p.tokens, 2));
+      if (i > 0 && p.needles[i].begin < p.needles[i - 1].end) throw InputError(manifest, field, "overlaps or precedes the needle before it");
     }
-    p.needle = Needle{b.get<Index>(), e.get<Index>()};
   }
+  p.model = top.model;
+  p.press_scores = top.press_scores;
 
   const json& declared = f.get("tensors");
   if (!declared.is_object() || declared.empty()) throw InputError(manifest, f.prefix + "tensors", "must be a non-empty object");
@@ -225,10 +283,10 @@ PromptDump load_prompt(const std::string& data_dir, const std::string& manifest,
   }
   for (const auto& e : st.entries()) {
     Tensor t = st.read(e.name);
-    check_tensor(p, e.name, t, false);
+    check_tensor(top, p, e.name, t, false);
     p.tensors.emplace(e.name, std::move(t));
   }
-  for (const auto& [name, t] : p.tensors) check_tensor(p, name, t, true);
+  for (const auto& [name, t] : p.tensors) check_tensor(top, p, name, t, true);
   std::vector<std::string> required = {"attention.window_mean", "attention.last_query", "scores.snapkv",
                                        "scores.expected_attention", "scores.tova", "tokens.ids"};
   for (Index l : p.qkv_layers) {
@@ -263,6 +321,14 @@ Positions kept_positions(const Tensor& kept, Index layer) {
   }
   Positions out;
   const Index n = kept.shape[1];
+  if (kept.dtype == "U8") {  // load_dumps guarantees no bit at or past T
+    for (Index i = 0; i < n; ++i) {
+      const Index byte = kept.integers[static_cast<std::size_t>(layer * n + i)];
+      for (Index bit = 0; bit < 8; ++bit)
+        if (byte >> bit & 1) out.push_back(8 * i + bit);
+    }
+    return out;
+  }
   for (Index i = 0; i < n; ++i) {
     Index v = kept.integers[static_cast<std::size_t>(layer * n + i)];
     if (v == -1) break;  // load_dumps guarantees -1 only as trailing padding
@@ -293,19 +359,78 @@ std::vector<PromptDump> load_dumps(const std::string& data_dir) {
     throw InputError(manifest, "json", std::string("invalid JSON: ") + e.what());
   }
   if (!j.is_object()) throw InputError(manifest, "json", "top level must be an object");
-  Fields top{manifest, "", j};
-  const json& version = top.get("schema_version");
-  if (!version.is_number_integer() || version.get<int>() != kSchemaVersion) {
-    throw InputError(manifest, "schema_version", "must be " + std::to_string(kSchemaVersion));
+  Fields fields{manifest, "", j};
+  const json& version = fields.get("schema_version");
+  if (!version.is_number_integer() || version.get<int>() < kMinSchema || version.get<int>() > kMaxSchema) {
+    throw InputError(manifest, "schema_version", "must be " + std::to_string(kMinSchema) + " or " + std::to_string(kMaxSchema));
   }
-  const json& prompts = top.get("prompts");
+  ManifestTop top;
+  top.schema = version.get<int>();
+  // The model's short name: the last part of model.id (required from schema 2; schema 1 falls back to the
+  // directory's name).
+  const bool has_id = j.contains("model") && j["model"].is_object() && j["model"].contains("id");
+  if (top.schema >= 2 || has_id) {
+    const json& model = fields.get("model");
+    if (!model.is_object()) throw InputError(manifest, "model", "must be an object");
+    const std::string id = Fields{manifest, "model.", model}.str("id");
+    top.model = id.substr(id.find_last_of('/') + 1);
+    if (top.model.empty()) throw InputError(manifest, "model.id", "ends with '/'");
+  } else {
+    top.model = std::filesystem::absolute(data_dir).lexically_normal().filename().string();
+  }
+  if (top.schema >= 2) {
+    top.kept_encoding = fields.str("kept_encoding");
+    if (top.kept_encoding != "positions" && top.kept_encoding != "bitmask")
+      throw InputError(manifest, "kept_encoding", "must be \"positions\" or \"bitmask\"");
+  }
+  if (j.contains("presses") || top.schema >= 2) {
+    const json& presses = fields.get("presses");
+    if (!presses.is_object()) throw InputError(manifest, "presses", "must be an object");
+    for (const auto& [name, press] : presses.items()) {
+      if (!press.is_object()) throw InputError(manifest, "presses." + name, "must be an object");
+      // Schema 1 presses all ranked SnapKV's scores; schema 2 names each press's scores tensor.
+      std::string scores = top.schema >= 2 ? Fields{manifest, "presses." + name + ".", press}.str("scores") : "scores.snapkv";
+      if (scores != "scores.snapkv" && scores != "scores.expected_attention" && scores != "scores.tova")
+        throw InputError(manifest, "presses." + name + ".scores", "'" + scores + "' is not a scores tensor");
+      top.press_scores[name] = scores;
+    }
+  }
+  const json& prompts = fields.get("prompts");
   if (!prompts.is_array() || prompts.empty()) throw InputError(manifest, "prompts", "must be a non-empty array");
   std::vector<PromptDump> out;
   std::set<std::string> names;
   for (std::size_t i = 0; i < prompts.size(); ++i) {
-    PromptDump p = load_prompt(data_dir, manifest, i, prompts[i]);
+    PromptDump p = load_prompt(data_dir, manifest, top, i, prompts[i]);
     if (!names.insert(p.name).second) throw InputError(manifest, "prompts[" + p.name + "].name", "appears twice");
     out.push_back(std::move(p));
+  }
+  return out;
+}
+
+std::vector<std::string> model_dirs(const std::string& root) {
+  namespace fs = std::filesystem;
+  std::vector<std::string> dirs;
+  std::error_code ec;
+  if (fs::is_regular_file(fs::path(root) / "manifest.json", ec)) dirs.push_back(root);
+  std::vector<std::string> subdirs;
+  for (fs::directory_iterator it(root, ec), end; !ec && it != end; it.increment(ec)) {
+    if (it->is_directory(ec) && fs::is_regular_file(it->path() / "manifest.json", ec)) subdirs.push_back(it->path().string());
+  }
+  std::sort(subdirs.begin(), subdirs.end());
+  dirs.insert(dirs.end(), subdirs.begin(), subdirs.end());
+  return dirs;
+}
+
+std::vector<PromptDump> load_all_dumps(const std::string& root) {
+  const std::vector<std::string> dirs = model_dirs(root);
+  if (dirs.empty()) throw InputError(root, "manifest.json", "no manifest.json in the directory or its subdirectories");
+  std::vector<PromptDump> out;
+  std::set<std::string> models;
+  for (const std::string& dir : dirs) {
+    std::vector<PromptDump> part = load_dumps(dir);
+    if (!models.insert(part.front().model).second)
+      throw InputError((std::filesystem::path(dir) / "manifest.json").string(), "model.id", "a second model called '" + part.front().model + "'");
+    for (auto& p : part) out.push_back(std::move(p));
   }
   return out;
 }

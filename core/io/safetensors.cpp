@@ -36,6 +36,7 @@ std::size_t safetensors_dtype_width(const std::string& dtype) {
   if (dtype == "F32" || dtype == "I32") return 4;
   if (dtype == "F16" || dtype == "BF16") return 2;
   if (dtype == "I64") return 8;
+  if (dtype == "U8") return 1;
   return 0;
 }
 
@@ -69,7 +70,7 @@ SafetensorsEntry parse_entry(const std::string& path, const std::string& name, c
   if (!v.contains("dtype") || !v["dtype"].is_string()) throw InputError(path, name + ".dtype", "missing or not a string");
   e.dtype = v["dtype"].get<std::string>();
   std::size_t width = safetensors_dtype_width(e.dtype);
-  if (width == 0) throw InputError(path, name + ".dtype", "unsupported dtype '" + e.dtype + "' (F32, F16, BF16, I32, I64)");
+  if (width == 0) throw InputError(path, name + ".dtype", "unsupported dtype '" + e.dtype + "' (F32, F16, BF16, I32, I64, U8)");
 
   if (!v.contains("shape") || !v["shape"].is_array()) throw InputError(path, name + ".shape", "missing or not an array");
   // Element count and byte count with overflow checks: each multiplication is guarded before it happens.
@@ -213,6 +214,8 @@ Tensor SafetensorsFile::read(const std::string& name) const {
   } else if (e.dtype == "I32") {
     t.integers.resize(n);
     for (std::size_t i = 0; i < n; ++i) t.integers[i] = load_le<std::int32_t>(p + 4 * i);
+  } else if (e.dtype == "U8") {
+    t.integers.assign(p, p + n);
   } else {  // I64: the only other dtype open() admits
     t.integers.resize(n);
     for (std::size_t i = 0; i < n; ++i) t.integers[i] = load_le<std::int64_t>(p + 8 * i);

@@ -1,4 +1,4 @@
-// The CPU build of the batched GPU selectors against the oracles on every shipped real dump (data/).
+// The CPU build of the batched GPU selectors against the oracles on every shipped real dump (data/, every model).
 #include <gtest/gtest.h>
 
 #include <filesystem>
@@ -16,7 +16,7 @@ namespace {
 
 std::vector<io::PromptDump> dumps_or_skip() {
   if (!std::filesystem::exists("data/manifest.json")) return {};
-  return io::load_dumps("data");
+  return io::load_all_dumps("data");
 }
 
 // kvpress flavour: the CPU build evaluates the oracle's float32 statistics in the same order, so every layer
@@ -40,7 +40,7 @@ TEST(GpuCpuDumps, ChunkSelectorsEqualOracleOnRealScores) {
           for (Index l = 0; l < t.layers; ++l) {
             const HeadScores hs{t.heads, t.tokens, t.row(l, 0).first(static_cast<std::size_t>(t.heads * t.tokens))};
             const Selection want = oracle::select(hs, p);
-            ASSERT_EQ(got[l].kept, want.kept) << d.name << " " << name << " rho " << rho << " layer " << l;
+            ASSERT_EQ(got[l].kept, want.kept) << d.key() << " " << name << " rho " << rho << " layer " << l;
             ++layers_checked;
           }
         }
@@ -78,7 +78,7 @@ TEST(GpuCpuDumps, PageEntroKvMatchesOracleOnRealAttention) {
         const Verdict v = op::check_pages_admissible(want.groups[s].page_scores, pages, want.groups[s].reserved,
                                                      want.budget, o.greedy, got[s].pages,
                                                      op::Exact(page_score_rel_tol(a.tokens, p)));
-        ASSERT_TRUE(v.passed()) << d.name << " group " << s << ": " << v.rule << ": " << v.message;
+        ASSERT_TRUE(v.passed()) << d.key() << " group " << s << ": " << v.rule << ": " << v.message;
         ++admissible;
       }
     }

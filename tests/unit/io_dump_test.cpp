@@ -55,7 +55,7 @@ TEST(IoDump, ShipsTheRequiredPrompts) {
     EXPECT_EQ(p.head_dim, 64) << p.name;
     EXPECT_EQ(p.window, 64) << p.name;
     EXPECT_EQ(p.qkv_layers, (std::vector<Index>{0, 15, 29})) << p.name;
-    EXPECT_EQ(p.needle.has_value(), p.kind == "needle") << p.name;
+    EXPECT_EQ(p.needles.size(), p.kind == "needle" ? 1u : 0u) << p.name;
   }
   for (const char* k : {"needle", "qa", "code"}) EXPECT_TRUE(kinds.count(k)) << "no prompt of kind " << k;
 }
@@ -148,15 +148,19 @@ TEST(IoDump, NeedleSpanCoversTheNeedleTokens) {
   const auto m = manifest();
   Index needles = 0;
   for (const auto& entry : m["prompts"]) {
-    if (entry["needle"].is_null()) continue;
-    ++needles;
+    // Schema 1: "needle" (null or one object); schema 2: "needles" (a list).
+    const nlohmann::json spans = entry.contains("needles") ? entry["needles"]
+                                 : entry["needle"].is_null() ? nlohmann::json::array() : nlohmann::json::array({entry["needle"]});
     std::ifstream in(std::filesystem::path(data_dir()) / entry["tokens_file"].get<std::string>());
     const auto tokens = nlohmann::json::parse(in);
-    const Index b = entry["needle"]["begin"], e = entry["needle"]["end"];
-    std::string text;
-    for (Index i = b; i < e; ++i) text += tokens["decoded"][static_cast<std::size_t>(i)].get<std::string>();
-    const std::string needle = entry["needle"]["text"];
-    EXPECT_NE(text.find(needle.substr(needle.size() - 9)), std::string::npos) << "needle tokens decode to: " << text;
+    for (const auto& n : spans) {
+      ++needles;
+      const Index b = n["begin"], e = n["end"];
+      std::string text;
+      for (Index i = b; i < e; ++i) text += tokens["decoded"][static_cast<std::size_t>(i)].get<std::string>();
+      const std::string needle = n["text"];
+      EXPECT_NE(text.find(needle.substr(needle.size() - 9)), std::string::npos) << "needle tokens decode to: " << text;
+    }
     EXPECT_EQ(tokens["ids"].size(), static_cast<std::size_t>(entry["tokens"].get<Index>()));
   }
   EXPECT_EQ(needles, 1);
@@ -200,9 +204,9 @@ TEST(IoDumpRejects, ManifestErrorsNameTheField) {
   {
     Scratch s("version");
     auto m = good;
-    m["schema_version"] = 2;
+    m["schema_version"] = 3;
     s.write_manifest(m);
-    expect_load_rejected(s, "manifest.json", "schema_version", "must be 1");
+    expect_load_rejected(s, "manifest.json", "schema_version", "must be 1 or 2");
   }
   {
     Scratch s("missing");

@@ -1,6 +1,6 @@
-// Every selection the released kvpress presses made on the shipped dumps (every prompt, layer, press and
-// ratio) must be admissible for the oracle, except the cases in the ledger below, each with its reason.
-// KVAUDIT_DUMP_CASE=<prompt>:<press>:<ratio>:<layer> re-runs one case and prints its verdict (the
+// Every selection the released kvpress presses made on the shipped dumps (every model, prompt, layer, press
+// and ratio) must be admissible for the oracle, except the cases in the ledger below, each with its reason.
+// KVAUDIT_DUMP_CASE=<model>/<prompt>:<press>:<ratio>:<layer> re-runs one case and prints its verdict (the
 // reproduce command the dump-conformance audit stage prints).
 #include <gtest/gtest.h>
 
@@ -11,6 +11,7 @@
 #include <set>
 #include <sstream>
 #include <string>
+#include <vector>
 
 #include "audit/dump_conformance.h"
 #include "core/io/dump.h"
@@ -24,7 +25,7 @@ using kvaudit::audit::DumpConformanceCase;
 const std::vector<kvaudit::io::PromptDump>& dumps() {
   static const std::vector<kvaudit::io::PromptDump> d = [] {
     const char* root = std::getenv("KVAUDIT_ROOT");
-    return kvaudit::io::load_dumps((std::filesystem::path(root ? root : ".") / "data").string());
+    return kvaudit::io::load_all_dumps((std::filesystem::path(root ? root : ".") / "data").string());
   }();
   return d;
 }
@@ -40,13 +41,42 @@ const std::map<std::string, std::string>& ledger() {
   return known;
 }
 
+// kept.* tensors per prompt: 3 presses x 6 ratios over SnapKV; schema-2 models add ChunkKV c10 and EG-ChunkKV
+// c10 r4 over ExpectedAttention and TOVA (7 presses x 6 ratios).
+Index kept_tensors(const kvaudit::io::PromptDump& d) { return d.press_scores.size() > 3 ? 7 * 6 : 3 * 6; }
+
+// KVAUDIT_SAMPLE_BIG_DUMPS=1 (the sanitizer stage of scripts/test.sh) checks layers 0, L/2 and L-1 of prompts
+// longer than 2,048 tokens; every other run checks every layer of every prompt.
+bool sampled(const kvaudit::io::PromptDump& d) {
+  const char* v = std::getenv("KVAUDIT_SAMPLE_BIG_DUMPS");
+  return v != nullptr && std::string(v) == "1" && d.tokens > 2048;
+}
+
 TEST(RealDumpConformance, EveryRecordedSelectionIsAdmissible) {
-  const auto cases = kvaudit::audit::check_dump_conformance(dumps());
-  ASSERT_EQ(cases.size(), dumps().size() * 3 * 6 * 30) << "3 presses x 6 ratios x 30 layers per prompt";
-  std::map<std::string, std::map<VerdictKind, Index>> counts;  // press.cr<ratio> -> verdict -> n
-  std::set<std::string> seen_known;
+  std::vector<DumpConformanceCase> cases;
+  Index expected = 0;
+  std::set<std::string> models;
+  for (const auto& d : dumps()) {
+    const std::vector<Index> layers = sampled(d) ? std::vector<Index>{0, d.layers / 2, d.layers - 1} : std::vector<Index>{};
+    for (const auto& [name, tensor] : d.tensors) {
+      const auto k = kvaudit::io::parse_kept_name(name);
+      if (!k) continue;
+      for (Index l = 0; l < d.layers; ++l)
+        if (layers.empty() || std::find(layers.begin(), layers.end(), l) != layers.end())
+          cases.push_back(kvaudit::audit::check_dump_case(d, k->press, k->ratio, l));
+    }
+    expected += kept_tensors(d) * (sampled(d) ? 3 : d.layers);
+    models.insert(d.model);
+  }
+  ASSERT_EQ(static_cast<Index>(cases.size()), expected) << "every kept tensor, every (or every sampled) layer";
+  ASSERT_EQ(models.size(), 3u) << "SmolLM2-135M and the two Qwen2.5-Coder models";
+  std::map<std::string, std::map<VerdictKind, Index>> counts;  // model press.cr<ratio> -> verdict -> n
+  std::set<std::string> seen_known, scorers;
+  Index inconclusive = 0;
   for (const auto& c : cases) {
-    ++counts[c.press + ".cr" + c.ratio][c.verdict.kind];
+    ++counts[c.prompt.substr(0, c.prompt.find('/')) + " " + c.press + ".cr" + c.ratio][c.verdict.kind];
+    scorers.insert(c.scores);
+    inconclusive += c.verdict.kind == VerdictKind::Inconclusive;
     auto known = ledger().find(key(c));
     if (known != ledger().end()) {
       seen_known.insert(known->first);
@@ -58,6 +88,9 @@ TEST(RealDumpConformance, EveryRecordedSelectionIsAdmissible) {
         << key(c) << ": " << to_string(c.verdict.kind) << " [" << c.verdict.rule << "] " << c.verdict.message
         << "\n  reproduce: " << kvaudit::audit::dump_case_reproduce_command(c);
   }
+  EXPECT_EQ(inconclusive, 0) << "inconclusive is never a pass";
+  EXPECT_EQ(scorers, (std::set<std::string>{"scores.snapkv", "scores.expected_attention", "scores.tova"}))
+      << "the recorded selections cover all three inner scorers";
   EXPECT_EQ(seen_known.size(), ledger().size()) << "a ledger entry names a case that no longer exists";
   for (const auto& [config, by_kind] : counts) {
     std::ostringstream line;
@@ -73,12 +106,14 @@ TEST(RealDumpConformance, AuditSectionCountsEveryCase) {
   ctx.quick = true;
   const auto sec = kvaudit::audit::dump_conformance_section(ctx);
   ASSERT_EQ(sec["status"], "ran");
+  Index expected = 0;
+  for (const auto& d : dumps()) expected += kept_tensors(d) * (d.layers > 2 ? 3 : d.layers);
   const Index cases = sec["summary"]["cases"];
-  EXPECT_EQ(cases, static_cast<Index>(dumps().size()) * 3 * 6 * 3) << "quick: layers 0, 15, 29";
+  EXPECT_EQ(cases, expected) << "quick: layers 0, L/2, L-1";
   const Index sum = sec["summary"]["conforming"].get<Index>() + sec["summary"]["violating"].get<Index>() +
                     sec["summary"]["inconclusive"].get<Index>() + sec["summary"]["not_run"].get<Index>();
   EXPECT_EQ(sum, cases);
-  EXPECT_EQ(sec["tables"][0]["rows"].size(), 18u) << "one row per press and ratio";
+  EXPECT_EQ(sec["tables"][0]["rows"].size(), 42u) << "one row per press and ratio: 7 presses x 6 ratios";
   // Every non-conforming case is a finding carrying its exact inputs and a reproduce command.
   Index non_conforming_findings = 0;
   for (const auto& f : sec["findings"]) {
@@ -98,32 +133,45 @@ TEST(RealDumpConformance, MissingDumpsAreReportedNotPassed) {
   EXPECT_EQ(kvaudit::audit::dump_conformance_section(ctx)["status"], "missing-inputs");
 }
 
-// Mutants: a recorded selection with one kept position swapped for a dropped one, or shifted by one chunk
-// boundary, must be rejected — the conforming verdicts above are not vacuous.
+// Mutants: a recorded selection with one kept position swapped for a dropped one must be rejected, in either
+// encoding (I64 positions, U8 bitmask rows) — the conforming verdicts above are not vacuous.
 TEST(RealDumpConformance, MutatedSelectionsAreRejected) {
-  kvaudit::io::PromptDump p = dumps().front();
   Index rejected = 0, tried = 0;
-  for (const char* name : {"kept.chunkkv_c10.cr0.9", "kept.eg_chunkkv_c10_r4.cr0.9"}) {
-    auto& t = p.tensors.at(name);
-    const Index n = t.shape[1];
-    for (Index layer : {Index{0}, Index{15}, Index{29}}) {
-      kvaudit::Positions kept = kvaudit::io::kept_positions(t, layer);
-      // Replace the first kept position by the first dropped one (keeps the size; breaks a rule).
-      std::set<Index> in(kept.begin(), kept.end());
-      Index dropped = 0;
-      while (in.count(dropped)) ++dropped;
-      kept.front() = dropped;
-      std::sort(kept.begin(), kept.end());
-      auto saved = t.integers;
-      for (std::size_t i = 0; i < kept.size(); ++i) t.integers[static_cast<std::size_t>(layer * n) + i] = kept[i];
-      auto k = kvaudit::io::parse_kept_name(name);
-      const auto c = kvaudit::audit::check_dump_case(p, k->press, k->ratio, layer);
-      ++tried;
-      rejected += c.verdict.kind == VerdictKind::Violates;
-      EXPECT_EQ(c.verdict.kind, VerdictKind::Violates) << name << " layer " << layer << ": " << c.verdict.message;
-      t.integers = saved;
+  std::set<std::string> encodings;
+  for (const auto& original : dumps()) {
+    if (original.name != dumps().front().name && original.kind != "needle") continue;  // one prompt per model is enough
+    kvaudit::io::PromptDump p = original;
+    for (const char* name : {"kept.chunkkv_c10.cr0.9", "kept.eg_chunkkv_c10_r4.cr0.9"}) {
+      auto& t = p.tensors.at(name);
+      encodings.insert(t.dtype);
+      for (Index layer : {Index{0}, p.layers / 2, p.layers - 1}) {
+        const kvaudit::Positions kept = kvaudit::io::kept_positions(t, layer);
+        // Replace the first kept position by the first dropped one (keeps the size; breaks a rule).
+        std::set<Index> in(kept.begin(), kept.end());
+        Index dropped = 0;
+        while (in.count(dropped)) ++dropped;
+        in.erase(kept.front());
+        in.insert(dropped);
+        const auto saved = t.integers;
+        const Index width = t.shape[1];
+        if (t.dtype == "U8") {
+          for (Index i = 0; i < width; ++i) t.integers[static_cast<std::size_t>(layer * width + i)] = 0;
+          for (Index pos : in) t.integers[static_cast<std::size_t>(layer * width + pos / 8)] |= Index{1} << (pos % 8);
+        } else {
+          std::size_t i = 0;
+          for (Index pos : in) t.integers[static_cast<std::size_t>(layer * width) + i++] = pos;
+        }
+        ASSERT_EQ(kvaudit::io::kept_positions(t, layer).size(), kept.size());
+        auto k = kvaudit::io::parse_kept_name(name);
+        const auto c = kvaudit::audit::check_dump_case(p, k->press, k->ratio, layer);
+        ++tried;
+        rejected += c.verdict.kind == VerdictKind::Violates;
+        EXPECT_EQ(c.verdict.kind, VerdictKind::Violates) << p.key() << " " << name << " layer " << layer << ": " << c.verdict.message;
+        t.integers = saved;
+      }
     }
   }
+  EXPECT_EQ(encodings, (std::set<std::string>{"I64", "U8"}));
   EXPECT_EQ(rejected, tried);
 }
 
@@ -131,14 +179,14 @@ TEST(RealDumpConformance, MutatedSelectionsAreRejected) {
 // run it with --gtest_also_run_disabled_tests (the audit's reproduce commands do).
 TEST(RealDumpConformance, DISABLED_SingleCase) {
   const char* spec = std::getenv("KVAUDIT_DUMP_CASE");
-  if (spec == nullptr) GTEST_SKIP() << "set KVAUDIT_DUMP_CASE=<prompt>:<press>:<ratio>:<layer>";
+  if (spec == nullptr) GTEST_SKIP() << "set KVAUDIT_DUMP_CASE=<model>/<prompt>:<press>:<ratio>:<layer>";
   std::vector<std::string> parts;
   std::stringstream in(spec);
   for (std::string part; std::getline(in, part, ':');) parts.push_back(part);
   ASSERT_EQ(parts.size(), 4u) << "KVAUDIT_DUMP_CASE=" << spec;
   const kvaudit::io::PromptDump* dump = nullptr;
   for (const auto& d : dumps()) {
-    if (d.name == parts[0]) dump = &d;
+    if (d.key() == parts[0]) dump = &d;
   }
   ASSERT_NE(dump, nullptr) << "no prompt " << parts[0];
   const auto c = kvaudit::audit::check_dump_case(*dump, parts[1], parts[2], std::stoll(parts[3]));

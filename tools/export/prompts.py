@@ -20,9 +20,22 @@ CC0_FILE = "/usr/share/common-licenses/CC0-1.0"
 # RULER-style needle: a unique key/value fact that occurs nowhere else in the haystack.
 NEEDLE_KEY = "amber-lighthouse"
 NEEDLE_VALUE = "4817302"
-MIN_TOKENS = 1000  # docs/dump-format.md: every shipped prompt has 1,000 <= T <= 4,096
+MIN_TOKENS = 1000  # docs/dump-format.md: every prompt of the short set has 1,000 <= T <= 4,096
 
-NEEDLE_TEXT = f"One of the special magic numbers for {NEEDLE_KEY} is: {NEEDLE_VALUE}."
+
+# The long set's needles (RULER multi-key): distinct keys and 7-digit values, each at its own depth (fraction
+# of the kept haystack's characters). None of the values occurs in the haystack (build() asserts it).
+MULTI_NEEDLES = [("amber-lighthouse", "4817302", 0.10), ("copper-orchard", "9260418", 0.35),
+                 ("velvet-harbor", "3058761", 0.60), ("silent-glacier", "7142593", 0.85)]
+LONG_TOKENS = 4096  # RULER-4096's length
+LONG_CONTEXT_TOKENS = 16640  # at least 16,384 after cutting at a paragraph boundary
+
+
+def needle_sentence(key: str, value: str) -> str:
+    return f"One of the special magic numbers for {key} is: {value}."
+
+
+NEEDLE_TEXT = needle_sentence(NEEDLE_KEY, NEEDLE_VALUE)
 
 
 @dataclasses.dataclass
@@ -40,6 +53,9 @@ class PromptSpec:
     units: int
     needle_text: Optional[str] = None
     file: str = ""  # the installed file the text comes from (for its Debian package)
+    needles: tuple = ()  # the long set's (key, value, depth) needles; needle_text is the short set's one
+    min_tokens: int = MIN_TOKENS
+    answer_tokens: int = 24  # greedy answer length (several 7-digit values need more than one)
 
 
 def _python_doc_topics(keys: list[str]) -> str:
@@ -54,6 +70,76 @@ def _python_doc_topics(keys: list[str]) -> str:
 
 def _paragraphs(text: str) -> list[str]:
     return [p for p in text.split("\n\n") if p.strip()]
+
+
+def _insert_at_depths(paragraphs: list[str], sentences: list[tuple[str, float]]) -> str:
+    """Inserts each (sentence, depth) at the paragraph boundary nearest to that fraction of the characters."""
+    total = sum(len(p) for p in paragraphs)
+    out, run, pending = [], 0, sorted(sentences, key=lambda s: s[1])
+    for p in paragraphs:
+        while pending and run + len(p) / 2 >= pending[0][1] * total:
+            out.append(pending.pop(0)[0])
+        out.append(p)
+        run += len(p)
+    return "\n\n".join(out + [s for s, _ in pending])
+
+
+def _multi_needle_spec(name: str, topics: list[str], target: int, min_tokens: int) -> PromptSpec:
+    topics_path = os.path.join(PY_LIB, "pydoc_data", "topics.py")
+    hay = _paragraphs(_python_doc_topics(topics))
+    sentences = [(needle_sentence(k, v), depth) for k, v, depth in MULTI_NEEDLES]
+    keys = ", ".join(k for k, _, _ in MULTI_NEEDLES[:-1]) + " and " + MULTI_NEEDLES[-1][0]
+    return PromptSpec(
+        name=name, kind="needle", source_path=topics_path + f" (topics {', '.join(topics)})", license="PSF-2.0",
+        license_file="licenses/PSF-2.0.txt",
+        description=f"Python Language Reference prose (haystack) with {len(MULTI_NEEDLES)} inserted RULER-style "
+                    "key/value needles at depths " + ", ".join(f"{d:.0%}" for _, _, d in MULTI_NEEDLES),
+        question=f"What are the special magic numbers for {keys} mentioned in the provided text?",
+        target_tokens=target, document=lambda n: _insert_at_depths(hay[:n], sentences), units=len(hay),
+        file=topics_path, needles=tuple(MULTI_NEEDLES), min_tokens=min_tokens, answer_tokens=64)
+
+
+def long_prompts() -> list[PromptSpec]:
+    """The long set (T of about 4,096, RULER-4096's length): multi-needle, QA, code and summary."""
+    topics_path = os.path.join(PY_LIB, "pydoc_data", "topics.py")
+    low = LONG_TOKENS - 256
+    specs = [_multi_needle_spec("needle_4k", ["execmodel", "naming", "import"], LONG_TOKENS, low)]
+
+    compound = _python_doc_topics(["compound"]).split("\n")
+    specs.append(PromptSpec(
+        name="qa_compound_4k", kind="qa", source_path=topics_path + " (topic compound)", license="PSF-2.0",
+        license_file="licenses/PSF-2.0.txt",
+        description="Python Language Reference: compound statements, from the start, cut at a line boundary",
+        question="According to this text, when is the else clause of a for loop executed, and when is it skipped?",
+        target_tokens=LONG_TOKENS, document=lambda n: "\n".join(compound[:n]), units=len(compound),
+        file=topics_path, min_tokens=low, answer_tokens=48))
+
+    code_path = os.path.join(PY_LIB, "textwrap.py")
+    code = open(code_path, encoding="utf-8").read().split("\n")
+    specs.append(PromptSpec(
+        name="code_textwrap_4k", kind="code", source_path=code_path, license="PSF-2.0",
+        license_file="licenses/PSF-2.0.txt", description="Python standard library textwrap.py, from the start",
+        question="In this code, what does the TextWrapper option break_on_hyphens control?",
+        target_tokens=LONG_TOKENS, document=lambda n: "\n".join(code[:n]), units=len(code), file=code_path,
+        min_tokens=low, answer_tokens=48))
+
+    statements = ["try", "exceptions", "raise", "with", "context-managers", "assert"]
+    lines = _python_doc_topics(statements).split("\n")
+    specs.append(PromptSpec(
+        name="summary_exceptions_4k", kind="summary", source_path=topics_path + f" (topics {', '.join(statements)})",
+        license="PSF-2.0", license_file="licenses/PSF-2.0.txt",
+        description="Python Language Reference: try, exceptions, raise, with, context managers and assert, "
+                    "from the start, cut at a line",
+        question="Summarize the text above in three sentences.", target_tokens=LONG_TOKENS,
+        document=lambda n: "\n".join(lines[:n]), units=len(lines), file=topics_path, min_tokens=low,
+        answer_tokens=48))
+    return specs
+
+
+def long_context_prompts() -> list[PromptSpec]:
+    """One multi-needle prompt of T >= 16,384 (scores, attention and selections; no Q/K/V)."""
+    return [_multi_needle_spec("needle_16k", ["execmodel", "naming", "import", "compound", "assignment", "calls",
+                                              "specialnames"], LONG_CONTEXT_TOKENS, 16384)]
 
 
 def default_prompts() -> list[PromptSpec]:
@@ -131,21 +217,27 @@ def build(tokenizer, spec: PromptSpec):
         else:
             hi = mid - 1
     text = render(tokenizer, spec, lo)
-    if length(lo) < MIN_TOKENS:
-        raise ValueError(f"{spec.name}: only {length(lo)} tokens, below the format's minimum {MIN_TOKENS}")
+    if length(lo) < spec.min_tokens:
+        raise ValueError(f"{spec.name}: only {length(lo)} tokens, below the set's minimum {spec.min_tokens}")
     enc = tokenizer(text, add_special_tokens=False, return_offsets_mapping=True)
     ids = enc["input_ids"]
-    needle = None
-    if spec.needle_text is not None:
-        start = text.index(spec.needle_text)
-        assert text.count(spec.needle_text) == 1 and text.count(NEEDLE_VALUE) == 1, "needle must be unique"
-        end = start + len(spec.needle_text)
+
+    def span(sentence: str, value: str) -> dict:
+        start = text.index(sentence)
+        assert text.count(sentence) == 1 and text.count(value) == 1, f"needle {value} must be unique"
+        end = start + len(sentence)
         covering = [i for i, (a, b) in enumerate(enc["offset_mapping"]) if a < end and b > start]
-        needle = {"begin": covering[0], "end": covering[-1] + 1, "text": spec.needle_text,
-                  "char_begin": start, "char_end": end}
-        assert covering == list(range(needle["begin"], needle["end"])), "needle tokens must be contiguous"
-        assert NEEDLE_VALUE in tokenizer.decode(ids[needle["begin"]:needle["end"]])
-    return text, ids, lo, needle
+        found = {"begin": covering[0], "end": covering[-1] + 1, "text": sentence, "char_begin": start,
+                 "char_end": end}
+        assert covering == list(range(found["begin"], found["end"])), "needle tokens must be contiguous"
+        assert value in tokenizer.decode(ids[found["begin"]:found["end"]])
+        return found
+
+    # One entry per needle, in text order; the short set's one needle sits at ~50 % depth.
+    wanted = spec.needles or ([(NEEDLE_KEY, NEEDLE_VALUE, 0.5)] if spec.needle_text is not None else [])
+    needles = [dict(span(needle_sentence(k, v), v), key=k, value=v, depth=d) for k, v, d in wanted]
+    assert [n["begin"] for n in needles] == sorted(n["begin"] for n in needles), "needles out of depth order"
+    return text, ids, lo, needles
 
 
 def debian_package(path: str) -> Optional[dict]:
