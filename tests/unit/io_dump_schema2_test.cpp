@@ -172,19 +172,18 @@ TEST(IoDumpSchema2, RejectsWrongWidthEncodingAndPress) {
 }
 
 TEST(IoDumpSchema2, RejectsBadNeedlesNamingTheField) {
-  SmallDump d("needles");
-  const std::string m = (d.dir / "manifest.json").string();
-  expect_rejected(d, [](SmallDump& s) { s.manifest["prompts"][0]["needles"] = json::object(); }, m + ": prompts[small].needles", "must be an array");
-  expect_rejected(d, [](SmallDump& s) { s.manifest["prompts"][0]["needles"][1]["begin"] = 2; }, m + ": prompts[small].needles[1]",
-                  "overlaps or precedes");
-  expect_rejected(d, [](SmallDump& s) { s.manifest["prompts"][0]["needles"][0]["depth"] = 1.5; }, m + ": prompts[small].needles[0].depth",
-                  "in [0, 1]");
-  expect_rejected(d, [](SmallDump& s) { s.manifest["prompts"][0]["needles"][0].erase("retrieved"); }, m + ": prompts[small].needles[0].retrieved",
-                  "missing");
-  expect_rejected(d, [](SmallDump& s) { s.manifest["prompts"][0]["needles"][0]["end"] = kT + 1; }, m + ": prompts[small].needles[0]",
-                  "0 <= begin < end <= tokens");
-  expect_rejected(d, [](SmallDump& s) { s.manifest["schema_version"] = 3; }, m + ": schema_version", "must be 1 or 2");
-  expect_rejected(d, [](SmallDump& s) { s.manifest.erase("model"); }, m + ": model", "missing");
+  // Each case breaks one thing of a fresh dump.
+  auto rejected = [](const std::function<void(json&)>& edit, const std::string& field, const std::string& problem) {
+    SmallDump d("needles");
+    expect_rejected(d, [&](SmallDump& s) { edit(s.manifest); }, (d.dir / "manifest.json").string() + ": " + field, problem);
+  };
+  rejected([](json& m) { m["prompts"][0]["needles"] = json::object(); }, "prompts[small].needles", "must be an array");
+  rejected([](json& m) { m["prompts"][0]["needles"][1]["begin"] = 2; }, "prompts[small].needles[1]", "overlaps or precedes");
+  rejected([](json& m) { m["prompts"][0]["needles"][0]["depth"] = 1.5; }, "prompts[small].needles[0].depth", "in [0, 1]");
+  rejected([](json& m) { m["prompts"][0]["needles"][0].erase("retrieved"); }, "prompts[small].needles[0].retrieved", "missing");
+  rejected([](json& m) { m["prompts"][0]["needles"][0]["end"] = kT + 1; }, "prompts[small].needles[0]", "0 <= begin < end <= tokens");
+  rejected([](json& m) { m["schema_version"] = 3; }, "schema_version", "must be 1 or 2");
+  rejected([](json& m) { m.erase("model"); }, "model", "missing");
 }
 
 TEST(IoDumpSchema2, ADataTreeLoadsEveryModelGroupedAndRejectsTwins) {
