@@ -24,7 +24,9 @@ struct SuffixDp {
   Index n = 0, m = 0;
   std::vector<double> up, lo;
   std::vector<Index> up_next, lo_next;
-  std::size_t at(Index i, Index k) const { return static_cast<std::size_t>(i * (m + 1) + k); }
+  // k-major (SuffixBounds' layout): the inner loop over j reads up/lo of layer k - 1 contiguously; the
+  // position-major layout it replaced strode by m + 1 doubles.
+  std::size_t at(Index i, Index k) const { return static_cast<std::size_t>(k * (n + 1) + i); }
 
   SuffixDp(const IntervalTable& h, Index n_, Index m_) : n(n_), m(m_) {
     const std::size_t size = static_cast<std::size_t>((n + 1) * (m + 1));
@@ -70,9 +72,13 @@ struct Search {
   bool timed_out() const {
     return std::chrono::duration<double>(Clock::now() - start).count() > limits.max_seconds;
   }
+  // With ExactLimits::stop_at_bracket_bits: the search also stops once [incumbent, bracket_top] is that narrow.
+  double bracket_top = std::numeric_limits<double>::infinity();
   bool over_limit() {
     if (stopped) return true;
     if (nodes >= limits.max_nodes) stopped = true;
+    if (limits.stop_at_bracket_bits > 0 && inc.has() && bracket_top - inc.lower() <= limits.stop_at_bracket_bits)
+      stopped = true;
     if ((nodes & 4095) == 0 &&
         std::chrono::duration<double>(Clock::now() - start).count() > limits.max_seconds)
       stopped = true;
@@ -188,7 +194,7 @@ EntropyExtremes entropy_extremes(const std::vector<double>& p, Index m) {
 SuffixTables suffix_tables(const IntervalTable& h, Index n, Index m) {
   if (m < 1 || m > n) throw std::invalid_argument("groups must be in [1, n]");
   SuffixDp dp(h, n, m);
-  return {std::move(dp.up), std::move(dp.lo), m + 1};
+  return {std::move(dp.up), std::move(dp.lo), n + 1};
 }
 
 PartitionAnswer solve_exact(const PartitionProblem& problem, const ExactLimits& limits) {
@@ -231,6 +237,7 @@ PartitionAnswer solve_exact(const PartitionProblem& problem, const ExactLimits& 
     // polished incumbent seeds the interval-cover bound and then a meet-in-the-middle search on the
     // remaining budget (partition_mitm.h), unless the bracket is already as narrow as asked.
     const bool interior = dp.lo[dp.at(0, m)] < R && R < global_up;
+    s.bracket_top = std::min(R, global_up);
     if (m >= 2 && interior) {
       s.limits.max_nodes = std::min(limits.max_nodes, limits.branch_first_nodes);
       s.limits.max_seconds = limits.max_seconds / 2;
@@ -238,7 +245,7 @@ PartitionAnswer solve_exact(const PartitionProblem& problem, const ExactLimits& 
     dfs_fixed(s, dp, 0, m, 0.0);
     if (s.stopped && m >= 2 && interior) {
       polish_incumbent(h, inc, R, 16 * Search::kPolishRounds);
-      const SuffixBounds suffix{dp.up.data(), dp.lo.data(), m + 1};
+      const SuffixBounds suffix{dp.up.data(), dp.lo.data(), n + 1};
       run_reach(suffix, {});
       if (!narrow_enough()) {
         const MitmStats ms = solve_mitm(h, suffix, inc, n, m, R, limits.max_nodes - s.nodes, deadline);
@@ -252,6 +259,7 @@ PartitionAnswer solve_exact(const PartitionProblem& problem, const ExactLimits& 
     for (Index i = n - 1; i >= 0; --i) single_suffix[i] = single_suffix[i + 1] + h(i, i + 1);
     global_up = single_suffix[0] + entropy_error_bound(single_suffix[0], n);
     const bool interior = h(0, n) < R && R < global_up;
+    s.bracket_top = std::min(R, global_up);
     if (interior && n >= 2) {
       s.limits.max_nodes = std::min(limits.max_nodes, limits.branch_first_nodes);
       s.limits.max_seconds = limits.max_seconds / 2;
@@ -265,6 +273,7 @@ PartitionAnswer solve_exact(const PartitionProblem& problem, const ExactLimits& 
         Search again{h, inc, R, n, limits};
         again.start = s.start;
         again.limits.max_nodes = limits.max_nodes - s.nodes;
+        again.bracket_top = bracket_top();
         dfs_free(again, single_suffix, 0, 0.0);
         s.nodes += again.nodes;
         s.stopped = again.stopped;

@@ -64,13 +64,42 @@ struct Round {
     return !std::isnan(up) && !std::isnan(lo);
   }
 
+  // Unites `scratch` with `dst` (sorted, disjoint) into `dst`, sorted and disjoint, reduced to K; empties
+  // scratch. Overlapping or touching intervals become one, keeping the larger hi with its source.
+  void flush(std::vector<ReachInterval>& dst, std::vector<ReachInterval>& scratch) {
+    scratch.insert(scratch.end(), dst.begin(), dst.end());
+    std::sort(scratch.begin(), scratch.end(), [](const ReachInterval& a, const ReachInterval& b) {
+      return a.lo < b.lo || (a.lo == b.lo && a.hi > b.hi);
+    });
+    dst.clear();
+    dst.push_back(scratch[0]);
+    for (std::size_t t = 1; t < scratch.size(); ++t) {
+      ReachInterval& cur = dst.back();
+      if (scratch[t].lo <= cur.hi) {
+        if (scratch[t].hi > cur.hi) {
+          cur.hi = scratch[t].hi;
+          cur.hi_prev = scratch[t].hi_prev;
+          cur.hi_at = scratch[t].hi_at;
+        }
+      } else {
+        dst.push_back(scratch[t]);
+      }
+    }
+    scratch.clear();
+    reducer(dst, K);
+  }
+
   // Builds the cover of (j, k) from every predecessor (i, k - 1) (free form: (i)). False when out of budget.
+  // Candidates are reduced in batches of 4K (a union of covers reduced again is still a cover), so a state
+  // with thousands of predecessors costs O(N log K) rather than a sort of all N candidates: at n = 2048 that
+  // sort was the largest single cost.
   bool build(Index j, Index k, std::vector<ReachInterval>& scratch) {
     double clo, cup;
     std::vector<ReachInterval>& dst = cover[at(j, k)];
     dst.clear();
     if (!completion(j, k, clo, cup)) return true;
     scratch.clear();
+    const std::size_t batch = static_cast<std::size_t>(std::max(64, 4 * K));
     const Index first = m == 0 ? 0 : k - 1;
     for (Index i = first; i < j; ++i) {
       const std::vector<ReachInterval>& src = cover[at(i, m == 0 ? 0 : k - 1)];
@@ -92,26 +121,10 @@ struct Round {
         scratch.push_back({lo, hi, static_cast<std::int32_t>(i), static_cast<std::int32_t>(t), static_cast<std::int32_t>(i),
                            static_cast<std::int32_t>(t)});
       }
+      if (scratch.size() >= batch) flush(dst, scratch);
     }
     if (work > max_work || std::chrono::steady_clock::now() > deadline) return false;
-    if (scratch.empty()) return true;
-    std::sort(scratch.begin(), scratch.end(), [](const ReachInterval& a, const ReachInterval& b) {
-      return a.lo < b.lo || (a.lo == b.lo && a.hi > b.hi);
-    });
-    dst.push_back(scratch[0]);
-    for (std::size_t t = 1; t < scratch.size(); ++t) {
-      ReachInterval& cur = dst.back();
-      if (scratch[t].lo <= cur.hi) {  // overlapping or touching: one interval, the larger hi kept with its source
-        if (scratch[t].hi > cur.hi) {
-          cur.hi = scratch[t].hi;
-          cur.hi_prev = scratch[t].hi_prev;
-          cur.hi_at = scratch[t].hi_at;
-        }
-      } else {
-        dst.push_back(scratch[t]);
-      }
-    }
-    reducer(dst, K);
+    if (!scratch.empty()) flush(dst, scratch);
     stored += static_cast<std::int64_t>(dst.size());
     return stored <= max_stored;
   }

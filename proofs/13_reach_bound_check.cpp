@@ -68,7 +68,7 @@ std::string check_one(const std::vector<double>& p, std::optional<Index> m, doub
   double hmax = 0.0;
   if (m) {
     suffix = oracle::suffix_tables(table, n, *m);
-    hmax = suffix.up[static_cast<std::size_t>(*m)];
+    hmax = suffix.view().upper(0, *m);
   } else {
     for (Index i = n - 1; i >= 0; --i) free_up[i] = free_up[i + 1] + table(i, i + 1);
     hmax = free_up[0];
