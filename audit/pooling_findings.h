@@ -12,6 +12,7 @@
 
 #include "audit/audit_context.h"
 #include "core/types.h"
+#include "oracle/partition_exact.h"
 #include "oracle/partition_tail_bound.h"
 
 namespace kvaudit::audit {
@@ -30,10 +31,19 @@ struct GapRecord {
   bool exact_feasible = false, exact_certified = false, exact_complete = false;
   bool greedy_feasible = false, greedy_near_budget = false, greedy_certified_optimal = false;
   double exact_bits = 0.0, exact_upper = 0.0, greedy_bits = 0.0;  // greedy_bits from 332-bit evaluation
-  double gap_low = 0.0, gap_high = 0.0;                           // exact - greedy bracket
+  // The greedy gap (optimum - greedy) as the interval [lower - greedy, upper - greedy] of the exact bracket.
+  double gap_low = 0.0, gap_high = 0.0;
+  double bracket_bits = 0.0;          // exact_upper - exact_bits (0 when certified)
+  std::string upper_source;           // oracle::PartitionAnswer::upper_source
 };
 
-// Runs greedy and the exact solver (within `max_nodes` / `max_seconds`) on one instance.
+// The exact solver's limits in the audit: `max_nodes` branch-and-bound nodes, then (interior fixed-m budgets)
+// three times as many meet-in-the-middle parts; the interval-cover bound gets 200 shifted intervals per node
+// (partition_reach.h) and refines until the bracket is 1e-9 bits wide. All work limits count operations, so
+// with max_seconds = infinity the report is the same on every machine.
+oracle::ExactLimits audit_exact_limits(long max_nodes, double max_seconds);
+
+// Runs greedy and the exact solver (audit_exact_limits) on one instance.
 GapRecord measure_gap(const PoolingInstance& inst, long max_nodes, double max_seconds);
 
 // Searches small instances in order of size (n, then largest integer weight, then weight sum, then

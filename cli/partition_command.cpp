@@ -1,6 +1,8 @@
 // `kvaudit partition`: the entropy-budgeted contiguous partition of a 1-D probability vector (SPEC section 4)
 // by the certified exact solver, exhaustive enumeration or the greedy heuristic, printed as one JSON object.
+#include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <iostream>
 #include <optional>
 #include <stdexcept>
@@ -28,6 +30,7 @@ struct Options {
   std::optional<long> groups;
   std::string solver = "exact";
   double time_limit = 10.0;
+  long node_limit = 4'000'000'000;
 };
 
 void run(const Options& o) {
@@ -64,7 +67,11 @@ void run(const Options& o) {
     kvaudit::oracle::PartitionAnswer a;
     try {
       a = o.solver == "enumerate" ? kvaudit::oracle::enumerate_partitions(prob)
-                                  : kvaudit::oracle::solve_exact(prob, {4'000'000'000, o.time_limit});
+                                  : kvaudit::oracle::solve_exact(prob, [&] {
+                                      kvaudit::oracle::ExactLimits l{o.node_limit, o.time_limit};
+                                      l.branch_first_nodes = std::min<std::int64_t>(l.branch_first_nodes, o.node_limit);
+                                      return l;
+                                    }());
     } catch (const std::length_error& e) {
       throw InputError("--solver", "enumerate", e.what());
     }
@@ -72,6 +79,9 @@ void run(const Options& o) {
            {"entropy_bits", a.feasible ? nlohmann::json(a.entropy_bits) : nlohmann::json(nullptr)},
            {"feasible", a.feasible}, {"certified", a.certified}, {"complete", a.complete},
            {"optimum_upper_bound", std::isfinite(a.optimum_upper) ? nlohmann::json(a.optimum_upper) : nlohmann::json(nullptr)},
+           // The proven bracket [entropy_bits, optimum_upper_bound]: 0 when certified, null when infeasible.
+           {"bracket_width_bits", a.feasible ? nlohmann::json(a.bracket_width()) : nlohmann::json(nullptr)},
+           {"upper_bound_source", a.upper_source},
            {"nodes", a.nodes}, {"exact_decisions", a.extended_decisions}};
     if (!a.note.empty()) out["note"] = a.note;
   }
@@ -92,6 +102,8 @@ const bool registered = kvaudit::cli::register_command([](CLI::App& root) {
   cmd->add_option("--solver", opts->solver, "exact | enumerate | greedy")
       ->check(CLI::IsMember({"exact", "enumerate", "greedy"}));
   cmd->add_option("--time-limit", opts->time_limit, "seconds for the exact search before it reports a bracket");
+  cmd->add_option("--node-limit", opts->node_limit, "search nodes for the exact search (a deterministic limit)")
+      ->check(CLI::PositiveNumber);
   cmd->callback([opts] { run(*opts); });
 });
 }  // namespace

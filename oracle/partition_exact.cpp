@@ -24,7 +24,9 @@ struct SuffixDp {
   Index n = 0, m = 0;
   std::vector<double> up, lo;
   std::vector<Index> up_next, lo_next;
-  std::size_t at(Index i, Index k) const { return static_cast<std::size_t>(i * (m + 1) + k); }
+  // k-major (SuffixBounds' layout): the inner loop over j reads up/lo of layer k - 1 contiguously; the
+  // position-major layout it replaced strode by m + 1 doubles.
+  std::size_t at(Index i, Index k) const { return static_cast<std::size_t>(k * (n + 1) + i); }
 
   SuffixDp(const IntervalTable& h, Index n_, Index m_) : n(n_), m(m_) {
     const std::size_t size = static_cast<std::size_t>((n + 1) * (m + 1));
@@ -70,9 +72,13 @@ struct Search {
   bool timed_out() const {
     return std::chrono::duration<double>(Clock::now() - start).count() > limits.max_seconds;
   }
+  // With ExactLimits::stop_at_bracket_bits: the search also stops once [incumbent, bracket_top] is that narrow.
+  double bracket_top = std::numeric_limits<double>::infinity();
   bool over_limit() {
     if (stopped) return true;
     if (nodes >= limits.max_nodes) stopped = true;
+    if (limits.stop_at_bracket_bits > 0 && inc.has() && bracket_top - inc.lower() <= limits.stop_at_bracket_bits)
+      stopped = true;
     if ((nodes & 4095) == 0 &&
         std::chrono::duration<double>(Clock::now() - start).count() > limits.max_seconds)
       stopped = true;
@@ -185,6 +191,12 @@ EntropyExtremes entropy_extremes(const std::vector<double>& p, Index m) {
   return out;
 }
 
+SuffixTables suffix_tables(const IntervalTable& h, Index n, Index m) {
+  if (m < 1 || m > n) throw std::invalid_argument("groups must be in [1, n]");
+  SuffixDp dp(h, n, m);
+  return {std::move(dp.up), std::move(dp.lo), n + 1};
+}
+
 PartitionAnswer solve_exact(const PartitionProblem& problem, const ExactLimits& limits) {
   const Index n = static_cast<Index>(problem.p.size());
   if (n < 1) throw std::invalid_argument("empty probability vector");
@@ -195,16 +207,37 @@ PartitionAnswer solve_exact(const PartitionProblem& problem, const ExactLimits& 
   IntervalTable h(prefix);
   Incumbent inc(prefix, R);
   Search s{h, inc, R, n, limits};
+  // No time limit (the audit's deterministic runs pass infinity): a deadline that never comes.
+  const Clock::time_point deadline =
+      limits.max_seconds < 1e6
+          ? s.start + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(limits.max_seconds))
+          : Clock::time_point::max();
   double global_up = kNone;
   std::string strategy = "branch-and-bound";
+  ReachResult reach;
+  // The interval-cover DP (partition_reach.h), run once a search has stopped with R inside the achievable
+  // range: its witnesses raise the incumbent (then polished), its bound replaces R as the bracket's top.
+  auto bracket_top = [&] { return std::min({R, global_up, std::isnan(reach.upper) ? R : reach.upper}); };
+  auto narrow_enough = [&] { return inc.has() && bracket_top() - inc.lower() <= limits.stop_at_bracket_bits; };
+  auto run_reach = [&](const SuffixBounds& suffix, const std::vector<double>& free_up) {
+    if (narrow_enough()) return;
+    ReachLimits rl = limits.reach;
+    rl.deadline = std::min(rl.deadline, deadline);
+    rl.target_bits = std::max(rl.target_bits, limits.stop_at_bracket_bits);
+    reach = reach_upper_bound(h, suffix, free_up, inc, n, problem.groups, R, global_up, rl);
+    polish_incumbent(h, inc, R, 16 * Search::kPolishRounds);
+    strategy += ", interval-cover bound";
+  };
   if (problem.groups) {
     const Index m = *problem.groups;
     SuffixDp dp(h, n, m);
     global_up = dp.up[dp.at(0, m)] + entropy_error_bound(dp.up[dp.at(0, m)], m);
     // Branch and bound first, on half the node budget: it is instant when R lies above the largest or below
     // the smallest entropy and often closes the rest. If it stops with R inside the achievable range, its
-    // polished incumbent seeds a meet-in-the-middle search on the remaining budget (partition_mitm.h).
+    // polished incumbent seeds the interval-cover bound and then a meet-in-the-middle search on the
+    // remaining budget (partition_mitm.h), unless the bracket is already as narrow as asked.
     const bool interior = dp.lo[dp.at(0, m)] < R && R < global_up;
+    s.bracket_top = std::min(R, global_up);
     if (m >= 2 && interior) {
       s.limits.max_nodes = std::min(limits.max_nodes, limits.branch_first_nodes);
       s.limits.max_seconds = limits.max_seconds / 2;
@@ -212,22 +245,41 @@ PartitionAnswer solve_exact(const PartitionProblem& problem, const ExactLimits& 
     dfs_fixed(s, dp, 0, m, 0.0);
     if (s.stopped && m >= 2 && interior) {
       polish_incumbent(h, inc, R, 16 * Search::kPolishRounds);
-      // No time limit (the audit's deterministic runs pass infinity): a deadline that never comes.
-      const Clock::time_point deadline =
-          limits.max_seconds < 1e6
-              ? s.start + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(limits.max_seconds))
-              : Clock::time_point::max();
-      const MitmStats ms = solve_mitm(h, SuffixBounds{dp.up.data(), dp.lo.data(), m + 1}, inc, n, m, R,
-                                      limits.max_nodes - s.nodes, deadline);
-      s.nodes += ms.work;
-      s.stopped = !ms.complete;
-      strategy = "branch-and-bound, then meet-in-the-middle";
+      const SuffixBounds suffix{dp.up.data(), dp.lo.data(), n + 1};
+      run_reach(suffix, {});
+      if (!narrow_enough()) {
+        const MitmStats ms = solve_mitm(h, suffix, inc, n, m, R, limits.max_nodes - s.nodes, deadline);
+        s.nodes += ms.work;
+        s.stopped = !ms.complete;
+        strategy += ", then meet-in-the-middle";
+      }
     }
   } else {
     std::vector<double> single_suffix(static_cast<std::size_t>(n + 1), 0.0);
     for (Index i = n - 1; i >= 0; --i) single_suffix[i] = single_suffix[i + 1] + h(i, i + 1);
     global_up = single_suffix[0] + entropy_error_bound(single_suffix[0], n);
+    const bool interior = h(0, n) < R && R < global_up;
+    s.bracket_top = std::min(R, global_up);
+    if (interior && n >= 2) {
+      s.limits.max_nodes = std::min(limits.max_nodes, limits.branch_first_nodes);
+      s.limits.max_seconds = limits.max_seconds / 2;
+    }
     dfs_free(s, single_suffix, 0, 0.0);
+    if (s.stopped && interior && n >= 2) {
+      polish_incumbent(h, inc, R, 16 * Search::kPolishRounds);
+      run_reach(SuffixBounds{nullptr, nullptr, 0}, single_suffix);
+      if (!narrow_enough() && s.nodes < limits.max_nodes && Clock::now() < deadline) {
+        // Search again on the rest of the budget, now pruned by the better incumbent.
+        Search again{h, inc, R, n, limits};
+        again.start = s.start;
+        again.limits.max_nodes = limits.max_nodes - s.nodes;
+        again.bracket_top = bracket_top();
+        dfs_free(again, single_suffix, 0, 0.0);
+        s.nodes += again.nodes;
+        s.stopped = again.stopped;
+        strategy += ", then branch-and-bound again";
+      }
+    }
   }
   if (s.stopped) polish_incumbent(h, inc, R, 16 * Search::kPolishRounds);  // the best bracket we can report
   PartitionAnswer out;
@@ -238,10 +290,16 @@ PartitionAnswer solve_exact(const PartitionProblem& problem, const ExactLimits& 
   out.extended_decisions = inc.extended;
   out.complete = !s.stopped;
   out.certified = out.complete;  // every decision is exact: only a limit leaves the answer uncertified
+  out.reach_work = reach.work;
+  out.reach_rounds = reach.rounds;
   if (out.complete) {
     out.optimum_upper = out.feasible ? out.entropy_bits : kNone;
+    out.upper_source = "certified";
   } else {
-    out.optimum_upper = std::min(R, global_up);
+    out.optimum_upper = bracket_top();
+    out.upper_source = out.optimum_upper == R                                ? "budget"
+                       : !std::isnan(reach.upper) && out.optimum_upper == reach.upper ? "reach"
+                                                                              : "max-entropy";
     out.note = "search stopped by its node/time limit; the optimum lies in [entropy_bits, optimum_upper]";
   }
   return out;

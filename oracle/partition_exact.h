@@ -14,6 +14,7 @@
 
 #include <cstdint>
 
+#include "oracle/partition_reach.h"
 #include "oracle/partition_types.h"
 
 namespace kvaudit::oracle {
@@ -24,6 +25,12 @@ struct ExactLimits {
   // Fixed m with R strictly inside the achievable entropies: nodes the branch and bound gets (and at most
   // half the time) before meet in the middle takes over with the rest (partition_mitm.h).
   std::int64_t branch_first_nodes = 1'000'000;
+  // Stop once the proven bracket [entropy_bits, optimum_upper] is at most this wide (0: search on until the
+  // answer is certified or a limit stops it). Used by callers that need a bracket, not a certificate.
+  double stop_at_bracket_bits = 0.0;
+  // When the search stops with R strictly inside the achievable range, the interval-cover DP bounds the optimum
+  // (partition_reach.h); its work counts separately, in shifted intervals. Its deadline is the time limit's.
+  ReachLimits reach{};
 };
 
 // The max- and min-entropy m-aggregations (unconstrained by R), in double; ties toward lower cuts.
@@ -32,6 +39,15 @@ struct EntropyExtremes {
   std::vector<Index> max_cuts, min_cuts;
 };
 EntropyExtremes entropy_extremes(const std::vector<double>& p, Index m);
+
+// The suffix DP tables themselves (largest / smallest sum of h over k groups covering (i, n], NaN where
+// impossible), in the layout partition_mitm.h's SuffixBounds reads; for the interval-cover bound's checks.
+struct SuffixTables {
+  std::vector<double> up, lo;
+  Index stride = 0;
+  SuffixBounds view() const { return {up.data(), lo.data(), stride}; }
+};
+SuffixTables suffix_tables(const IntervalTable& h, Index n, Index m);
 
 // Solves the problem. When a limit stops the search the answer holds the best partition found, complete =
 // false, certified = false and optimum_upper a proven upper bound on the optimum. Exact ties keep the

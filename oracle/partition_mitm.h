@@ -19,13 +19,14 @@
 
 namespace kvaudit::oracle {
 
-// Largest / smallest entropy of covering (i, n] with k groups: up[i * stride + k], lo[...]; NaN = impossible.
+// Largest / smallest entropy of covering (i, n] with k groups: up[k * stride + i], lo[...] (stride = n + 1: one
+// row per k, so the DP's inner loop over i reads contiguously); NaN = impossible.
 struct SuffixBounds {
   const double* up;
   const double* lo;
   Index stride;
-  double upper(Index i, Index k) const { return up[i * stride + k]; }
-  double lower(Index i, Index k) const { return lo[i * stride + k]; }
+  double upper(Index i, Index k) const { return up[k * stride + i]; }
+  double lower(Index i, Index k) const { return lo[k * stride + i]; }
 };
 
 struct MitmStats {

@@ -18,10 +18,11 @@ double single_delta(const IntervalTable& h, const std::vector<Index>& b, Index a
   return h(b[a - 1], x) + h(x, b[a + 1]) - h(b[a - 1], b[a]) - h(b[a], b[a + 1]);
 }
 
-Move best_move(const IntervalTable& h, const std::vector<Index>& b, double slack) {
+Move best_move(const IntervalTable& h, const std::vector<Index>& b, double slack, std::int64_t& work) {
   const Index m = static_cast<Index>(b.size()) - 1;
   Move best;
   auto consider = [&](double d, Index a, Index x, Index c, Index y) {
+    ++work;
     if (d > best.delta && d <= slack) best = {d, a, x, c, y};
   };
   // Deltas of every single-cut move, sorted per cut for the pair matching.
@@ -64,14 +65,15 @@ Move best_move(const IntervalTable& h, const std::vector<Index>& b, double slack
 
 }  // namespace
 
-int polish_incumbent(const IntervalTable& h, Incumbent& inc, double R, int max_rounds) {
+int polish_incumbent(const IntervalTable& h, Incumbent& inc, double R, int max_rounds, std::int64_t max_work) {
   if (!inc.has() || inc.hits_budget()) return 0;
   std::vector<Index> b = inc.bounds();
   if (b.size() < 3) return 0;  // one group: nothing to move
   int taken = 0;
-  for (int round = 0; round < max_rounds; ++round) {
+  std::int64_t work = 0;
+  for (int round = 0; round < max_rounds && work < max_work; ++round) {
     const double H = h.entropy(b);
-    const Move mv = best_move(h, b, R - H);
+    const Move mv = best_move(h, b, R - H, work);
     if (mv.a < 0) break;
     std::vector<Index> next = b;
     next[static_cast<std::size_t>(mv.a)] = mv.x;

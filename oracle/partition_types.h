@@ -30,8 +30,14 @@ struct PartitionAnswer {
   // bound is re-decided exactly), so only a node or time limit leaves an answer uncertified.
   bool certified = false;
   bool complete = true;              // false when a node or time limit stopped the search
-  // A proven upper bound on the optimum (equals entropy_bits when complete; min(R, max-entropy DP) else).
+  // A proven upper bound on the optimum: equals entropy_bits when certified; else the least of R, the
+  // max-entropy DP and the interval-cover bound (partition_reach.h). `upper_source` says which.
   double optimum_upper = std::numeric_limits<double>::quiet_NaN();
+  std::string upper_source;          // "certified", "budget", "max-entropy", "reach"
+  std::int64_t reach_work = 0;       // shifted intervals the interval-cover DP generated
+  int reach_rounds = 0;              // its finished rounds
+  // optimum_upper - entropy_bits (0 when certified; NaN when infeasible).
+  double bracket_width() const { return feasible ? optimum_upper - entropy_bits : std::numeric_limits<double>::quiet_NaN(); }
   std::int64_t nodes = 0;            // search nodes (exact) or tuples (enumerate) visited
   std::int64_t extended_decisions = 0;  // decisions re-done exactly because double could not tell
   std::string note;                  // why not certified / why stopped, when relevant

@@ -53,10 +53,28 @@ TEST(PoolingCli, SolversAgreeOnADyadicCase) {
     EXPECT_EQ(j["groups"], 2);
     EXPECT_EQ(j["entropy_bits"], 1.0);
     EXPECT_TRUE(j["feasible"].get<bool>() && j["certified"].get<bool>());
+    EXPECT_EQ(j["optimum_upper_bound"], 1.0);  // certified: the bracket is a point
+    EXPECT_EQ(j["bracket_width_bits"], 0.0);
   }
   const auto g = nlohmann::json::parse(run("--probs " + p + " --entropy-budget 1.5 --solver greedy").out);
   EXPECT_EQ(g["solver"], "greedy");
   EXPECT_LE(g["entropy_bits"].get<double>(), 1.5);
+}
+
+// A search stopped after one node still prints a proven bracket: p = (1/2, 1/4, 1/8, 1/8), m = 2, R = 0.9 has
+// nothing in (h(1/4) + h(3/4) = 0.811..., 0.9], and the interval-cover bound shows it.
+TEST(PoolingCli, StoppedSearchPrintsATightBracket) {
+  const std::string p = npy("sparse", {0.5f, 0.25f, 0.125f, 0.125f});
+  const CliRun r = run("--probs " + p + " --entropy-budget 0.9 --groups 2 --node-limit 1");
+  ASSERT_EQ(r.code, 0) << r.out;
+  const auto j = nlohmann::json::parse(r.out);
+  EXPECT_FALSE(j["complete"].get<bool>());
+  EXPECT_FALSE(j["certified"].get<bool>());
+  EXPECT_EQ(j["boundaries"], nlohmann::json({2}));  // (3/4 | 1/4)
+  EXPECT_EQ(j["upper_bound_source"], "reach");
+  EXPECT_LT(j["optimum_upper_bound"].get<double>(), 0.82);
+  EXPECT_GE(j["bracket_width_bits"].get<double>(), 0.0);
+  EXPECT_LE(j["bracket_width_bits"].get<double>(), 1e-12);
 }
 
 TEST(PoolingCli, BadInputExitsTwoWithNothingOnStdout) {
