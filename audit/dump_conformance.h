@@ -34,6 +34,7 @@ struct DumpConformanceCase {
   Index kept = 0;     // positions the press kept at this layer
   Verdict verdict;    // NotRun with rule "oracle-error" if the oracle threw
   std::string scores;  // the scores.* tensor the press ranked
+  bool canonical = false;  // equal to the oracle's canonical selection (else judged by check_admissible)
 };
 
 // The oracle's parameters for a recorded press at a ratio (kvpress flavour, lower median).

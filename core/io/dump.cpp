@@ -422,8 +422,8 @@ std::vector<std::string> model_dirs(const std::string& root) {
 }
 
 std::vector<PromptDump> load_all_dumps(const std::string& root) {
-  const std::vector<std::string> dirs = model_dirs(root);
-  if (dirs.empty()) throw InputError(root, "manifest.json", "no manifest.json in the directory or its subdirectories");
+  std::vector<std::string> dirs = model_dirs(root);
+  if (dirs.empty()) dirs.push_back(root);  // load_dumps then names the missing root manifest.json
   std::vector<PromptDump> out;
   std::set<std::string> models;
   for (const std::string& dir : dirs) {

@@ -68,7 +68,8 @@ std::vector<PromptDump> load_dumps(const std::string& data_dir);
 // subdirectory that holds one, in name order.
 std::vector<std::string> model_dirs(const std::string& root);
 // load_dumps over model_dirs(root), concatenated: grouped by model, then in each manifest's prompt order.
-// Throws InputError when no directory has a manifest, or when two models share a short name.
+// Throws InputError as load_dumps does (a tree without any manifest.json: the root's is reported missing), and
+// when two models share a short name.
 std::vector<PromptDump> load_all_dumps(const std::string& root);
 
 }  // namespace kvaudit::io

@@ -2,10 +2,12 @@
 // atomic output. Runs the real kvaudit binary on the shipped dumps with --quick.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <regex>
+#include <set>
 #include <sstream>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -66,6 +68,38 @@ TEST_F(AuditReport, WritesThreeFilesAndJsonMatchesSchema) {
   // Every registered stage appears, even when its inputs are missing.
   EXPECT_EQ(r["sections"].size(), kvaudit::audit::audit_stages().size());
   EXPECT_FALSE(r["claims"].empty());
+}
+
+// Three models: the one-screen overview counts findings per model and stage and scores each claim per model;
+// tables and claims are tagged with their model.
+TEST_F(AuditReport, OverviewAndClaimsAreGroupedByModel) {
+  const json r = json::parse(slurp(dir_ / "report.json"));
+  std::set<std::string> models;
+  for (const auto& p : r["inputs"]["prompts"]) models.insert(p["model"].get<std::string>());
+  EXPECT_EQ(models, (std::set<std::string>{"SmolLM2-135M-Instruct", "Qwen2.5-Coder-0.5B-Instruct", "Qwen2.5-Coder-1.5B-Instruct"}));
+  const json board = kvaudit::reports::claims_scoreboard(r);
+  for (const auto& m : models) EXPECT_NE(std::find(board["columns"].begin(), board["columns"].end(), m), board["columns"].end()) << m;
+  std::set<std::string> claim_models;
+  for (const auto& c : r["claims"])
+    if (c.contains("model")) claim_models.insert(c["model"].get<std::string>());
+  EXPECT_EQ(claim_models, models) << "every model carries claims of its own";
+  const json counts = kvaudit::reports::verdict_counts_table(r);
+  EXPECT_EQ(counts["columns"].size(), r["sections"].size() + 1);
+  const std::string html = slurp(dir_ / "report.html");
+  EXPECT_LT(html.find("Claims scoreboard"), html.find("<section")) << "the overview comes before the sections";
+  EXPECT_NE(html.find("<details><summary>"), std::string::npos) << "long tables are collapsed";
+}
+
+TEST(ReportTables, CounterexamplesBecomeFieldValueRows) {
+  const json ce = {{"layer", 3}, {"kept", json::array({1, 2, 3})}, {"scores", {{"tensor", "scores.snapkv"}}},
+                   {"row", std::vector<int>(40, 7)}};
+  const json t = kvaudit::reports::counterexample_table(ce);
+  ASSERT_EQ(t["rows"].size(), 4u);
+  EXPECT_EQ(t["rows"][0], json::array({"kept", "[1,2,3]"}));
+  EXPECT_EQ(t["rows"][1], json::array({"layer", "3"}));
+  EXPECT_EQ(t["rows"][2][0], "row");
+  EXPECT_NE(t["rows"][2][1].get<std::string>().find("(40 entries)"), std::string::npos);
+  EXPECT_EQ(t["rows"][3], json::array({"scores.tensor", "scores.snapkv"}));
 }
 
 TEST_F(AuditReport, HtmlHasNoExternalReferences) {

@@ -69,11 +69,12 @@ TEST(RealDumpConformance, EveryRecordedSelectionIsAdmissible) {
     models.insert(d.model);
   }
   ASSERT_EQ(static_cast<Index>(cases.size()), expected) << "every kept tensor, every (or every sampled) layer";
-  ASSERT_EQ(models.size(), 3u) << "SmolLM2-135M and the two Qwen2.5-Coder models";
+  EXPECT_EQ(models.size(), 3u) << "SmolLM2-135M and the two Qwen2.5-Coder models";
   std::map<std::string, std::map<VerdictKind, Index>> counts;  // model press.cr<ratio> -> verdict -> n
   std::set<std::string> seen_known, scorers;
-  Index inconclusive = 0;
+  Index inconclusive = 0, canonical = 0;
   for (const auto& c : cases) {
+    canonical += c.canonical;
     ++counts[c.prompt.substr(0, c.prompt.find('/')) + " " + c.press + ".cr" + c.ratio][c.verdict.kind];
     scorers.insert(c.scores);
     inconclusive += c.verdict.kind == VerdictKind::Inconclusive;
@@ -92,6 +93,7 @@ TEST(RealDumpConformance, EveryRecordedSelectionIsAdmissible) {
   EXPECT_EQ(scorers, (std::set<std::string>{"scores.snapkv", "scores.expected_attention", "scores.tova"}))
       << "the recorded selections cover all three inner scorers";
   EXPECT_EQ(seen_known.size(), ledger().size()) << "a ledger entry names a case that no longer exists";
+  std::cout << cases.size() << " recorded selections, " << canonical << " equal to the canonical selection\n";
   for (const auto& [config, by_kind] : counts) {
     std::ostringstream line;
     line << config << ":";
