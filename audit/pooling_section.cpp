@@ -216,10 +216,16 @@ Section pooling_section(const AuditContext& ctx) {
   double max_bracket = 0.0;             // widest exact bracket over every pooling instance solved below
   long over_target = 0;                 // instances whose bracket is wider than kBracketTarget
   std::map<std::string, long> upper_sources;
-  auto bracket = [&](double width, const std::string& source) {
+  json over_target_cases = json::array();  // the first few, to reproduce
+  auto bracket = [&](double width, const std::string& source, json where) {
     max_bracket = std::max(max_bracket, width);
-    over_target += !(width <= kBracketTarget);
     ++upper_sources[source];
+    if (width <= kBracketTarget) return;
+    if (over_target++ < 10) {
+      where["bracket_bits"] = width;
+      where["upper_source"] = source;
+      over_target_cases.push_back(std::move(where));
+    }
   };
   long instances = 0, certified = 0, greedy_failed = 0, exact_infeasible = 0;
   TailTally tail_fixed[2], tail_free[2];
@@ -252,7 +258,8 @@ Section pooling_section(const AuditContext& ctx) {
                 ++instances;
                 if (!r.exact_feasible) { ++exact_infeasible; continue; }
                 certified += r.exact_certified;
-                bracket(r.bracket_bits, r.upper_source);
+                bracket(r.bracket_bits, r.upper_source,
+                        {{"prompt", d.name}, {"tensor", tname}, {"layer", L}, {"head", h}, {"groups", m}, {"R", R}});
                 if (!r.greedy_feasible) ++greedy_failed;
                 else {
                   gaps.push_back(std::max(0.0, r.gap_low));
@@ -264,7 +271,9 @@ Section pooling_section(const AuditContext& ctx) {
                       r.exact_upper, r.greedy_feasible, r.greedy_bits, r.greedy_certified_optimal));
                 if (m == kBuckets / 8) {  // the claim's own (free) form, once per budget
                   const GapRecord f = measure_gap({p, std::nullopt, R}, nodes, secs);
-                  if (f.exact_feasible) bracket(f.bracket_bits, f.upper_source);
+                  if (f.exact_feasible)
+                    bracket(f.bracket_bits, f.upper_source,
+                            {{"prompt", d.name}, {"tensor", tname}, {"layer", L}, {"head", h}, {"groups", "free"}, {"R", R}});
                   for (int k = 0; k < 2; ++k)
                     tail_free[k].add(oracle::judge_tail(
                         oracle::tail_bound(p, R, k ? TailReading::BinaryEntropy : TailReading::PlainH), f.exact_bits,
@@ -311,7 +320,9 @@ Section pooling_section(const AuditContext& ctx) {
             for (double R : budgets(m)) {
               const auto g = pooling::greedy_partition(pb, m, R);
               const auto ex = oracle::solve_exact({pb, R, m}, audit_exact_limits(nodes, secs));
-              if (ex.feasible) bracket(ex.certified ? 0.0 : ex.bracket_width(), ex.upper_source);
+              if (ex.feasible)
+                bracket(ex.certified ? 0.0 : ex.bracket_width(), ex.upper_source,
+                        {{"prompt", d.name}, {"tensor", "softmax of " + name}, {"head", h}, {"groups", m}, {"R", R}});
               for (const auto& [label, cuts, feas] :
                    {std::tuple{std::string("greedy"), g.cuts, g.feasible}, std::tuple{std::string("exact"), ex.cuts, ex.feasible}}) {
                 if (label == "exact" && !ex.feasible) continue;
@@ -360,7 +371,8 @@ Section pooling_section(const AuditContext& ctx) {
                   {"gap_interval_mean", {mean(gaps), mean(gaps_high)}},
                   {"gap_interval_max", {quantile(gaps, 1.0), quantile(gaps_high, 1.0)}},
                   {"max_bracket_width_bits", max_bracket}, {"bracket_target_bits", kBracketTarget},
-                  {"instances_over_bracket_target", over_target}, {"bracket_upper_sources", upper_sources},
+                  {"instances_over_bracket_target", over_target}, {"over_bracket_target_cases", over_target_cases},
+                  {"bracket_upper_sources", upper_sources},
                   {"merge_identity_max_residual_double", max_resid_double},
                   {"merge_identity_max_residual_extended", max_resid_ext}, {"buckets", kBuckets},
                   {"counterexamples", counterexamples},

@@ -72,12 +72,16 @@ struct Search {
   bool timed_out() const {
     return std::chrono::duration<double>(Clock::now() - start).count() > limits.max_seconds;
   }
-  // With ExactLimits::stop_at_bracket_bits: the search also stops once [incumbent, bracket_top] is that narrow.
+  // With ExactLimits::stop_at_bracket_bits: the search also stops once [incumbent, bracket_top] is that narrow,
+  // but not before kCertifyFirstNodes nodes: with R >= H_max the search usually certifies within a few hundred
+  // (n = 256, m = 32: 257 to 807), and a certificate is worth more than a bracket of 1e-14.
+  static constexpr std::int64_t kCertifyFirstNodes = 1024;
   double bracket_top = std::numeric_limits<double>::infinity();
   bool over_limit() {
     if (stopped) return true;
     if (nodes >= limits.max_nodes) stopped = true;
-    if (limits.stop_at_bracket_bits > 0 && inc.has() && bracket_top - inc.lower() <= limits.stop_at_bracket_bits)
+    if (limits.stop_at_bracket_bits > 0 && nodes >= kCertifyFirstNodes && inc.has() &&
+        bracket_top - inc.lower() <= limits.stop_at_bracket_bits)
       stopped = true;
     if ((nodes & 4095) == 0 &&
         std::chrono::duration<double>(Clock::now() - start).count() > limits.max_seconds)

@@ -48,6 +48,11 @@ struct Round {
   std::int64_t stored = 0;
   std::chrono::steady_clock::time_point deadline;
   std::vector<std::vector<ReachInterval>> cover;
+  // Optional band (witness rounds only, never a bound): state (j, k) exists only for |j - band[k]| <= width.
+  const std::vector<Index>* band = nullptr;
+  Index width = 0;
+  Index band_lo(Index k) const { return band ? (*band)[static_cast<std::size_t>(k)] - width : 0; }
+  Index band_hi(Index k) const { return band ? (*band)[static_cast<std::size_t>(k)] + width : n; }
 
   Index layers() const { return m == 0 ? 1 : m + 1; }
   std::size_t at(Index j, Index k) const { return static_cast<std::size_t>(j * layers() + (m == 0 ? 0 : k)); }
@@ -100,8 +105,9 @@ struct Round {
     if (!completion(j, k, clo, cup)) return true;
     scratch.clear();
     const std::size_t batch = static_cast<std::size_t>(std::max(64, 4 * K));
-    const Index first = m == 0 ? 0 : k - 1;
-    for (Index i = first; i < j; ++i) {
+    const Index first = m == 0 ? 0 : std::max(k - 1, band_lo(k - 1));
+    const Index last = m == 0 ? j - 1 : std::min(j - 1, band_hi(k - 1));
+    for (Index i = first; i <= last; ++i) {
       const std::vector<ReachInterval>& src = cover[at(i, m == 0 ? 0 : k - 1)];
       if (src.empty()) continue;
       const double hij = h(i, j);
@@ -139,7 +145,7 @@ struct Round {
       return true;
     }
     for (Index k = 1; k <= m; ++k)
-      for (Index j = k; j <= n - (m - k); ++j)
+      for (Index j = std::max(k, band_lo(k)); j <= std::min(n - (m - k), band_hi(k)); ++j)
         if (!build(j, k, scratch)) return false;
     return true;
   }
@@ -166,8 +172,8 @@ struct Round {
       return true;
     }
     if (m != 0 && k == 0) return false;
-    const Index first = m == 0 ? 0 : k - 1;
-    for (Index i = j - 1; i >= first; --i) {
+    const Index first = m == 0 ? 0 : std::max(k - 1, band_lo(k - 1));
+    for (Index i = m == 0 ? j - 1 : std::min(j - 1, band_hi(k - 1)); i >= first; --i) {
       const std::vector<ReachInterval>& src = cover[at(i, m == 0 ? 0 : k - 1)];
       if (src.empty()) continue;
       const double s2 = suffix_value + h(i, j);
@@ -212,8 +218,42 @@ ReachResult reach_upper_bound(const IntervalTable& h, const SuffixBounds& suffix
   const double e = entropy_error_bound(std::max(hmax, R), terms);
   const double margin = 4.0 * e + std::ldexp(1.0, -40);
   const double top = R + 2.0 * e;  // every feasible partition has v <= R + e < top
+  // Banded witness rounds first (fixed m, with an incumbent): the DP restricted to cuts within `band_width` of
+  // the incumbent's, which costs O(m W^2 K) instead of O(n^2 m K) (at n = 2048, m = 512 a full round is ~1e9
+  // shifted intervals). Only witnesses come out of it: a restricted cover proves nothing about the rest.
+  if (groups && inc.has() && limits.band_width > 0) {
+    const double floor = inc.lower();
+    const std::vector<Index> centre = inc.bounds();
+    Round r{h, suffix, free_up, n, m, R, floor, margin, limits.band_intervals, limits.reducer, out.work, limits.max_work,
+            limits.max_stored, 0, limits.deadline, {}, &centre, limits.band_width};
+    if (r.run()) {
+      const std::vector<ReachInterval>& fin = r.cover[r.at(n, m)];
+      double ud = -std::numeric_limits<double>::infinity();
+      for (const ReachInterval& iv : fin)
+        if (iv.lo <= top) ud = std::max(ud, std::min(iv.hi, top));
+      if (std::isfinite(ud)) {
+        // The window search aims at R, the band's cover at or below it: whichever is lower.
+        for (double w = std::max(limits.target_bits / 4, std::ldexp(1.0, -40));; w *= 16) {
+          const double U = std::min(R, ud);
+          if (U - inc.lower() <= limits.target_bits / 2) break;
+          std::int64_t nodes = limits.witness_nodes;
+          std::vector<Index> found;
+          const bool hit = r.find_in_window(std::max(U - w, inc.lower()), U, nodes, found);
+          out.work += limits.witness_nodes - std::max<std::int64_t>(nodes, 0);
+          if (hit) {
+            inc.offer(found, h.entropy(found));
+            ++out.witnesses_offered;
+            break;
+          }
+          if (U - w <= inc.lower()) break;
+        }
+      }
+    }
+  }
   int K = std::max(1, limits.first_intervals);
   while (true) {
+    // Narrow enough against R alone (a witness that close needs no bound below R): no full round.
+    if (inc.has() && std::min(R, std::isnan(out.upper) ? R : out.upper) - inc.lower() <= limits.target_bits) break;
     const double floor = inc.has() ? inc.lower() : -std::numeric_limits<double>::infinity();
     Round r{h, suffix, free_up, n, m, R, floor, margin, K, limits.reducer, out.work, limits.max_work, limits.max_stored, 0, limits.deadline, {}};
     if (!r.run()) break;

@@ -48,6 +48,10 @@ struct ReachLimits {
   std::int64_t max_work = 400'000'000;  // shifted intervals generated, over all rounds (deterministic)
   double target_bits = 0.0;       // stop once upper - incumbent.lower() <= target
   std::int64_t witness_nodes = 200'000;  // per window of the targeted witness search
+  // Banded witness round before the full ones (fixed m): cuts within this many positions of the incumbent's
+  // (0: none), covers of `band_intervals` intervals.
+  Index band_width = 16;
+  int band_intervals = 8;
   std::chrono::steady_clock::time_point deadline = std::chrono::steady_clock::time_point::max();
   ReachReducer reducer = reduce_to_closest;
 };
