@@ -210,12 +210,20 @@ Section paging_section(const AuditContext& ctx) {
     NeedleTally needle_total;
     std::map<std::string, NeedleTally> needle_by_depth;
     for (const io::PromptDump& d : *ctx.dumps) {
+      // --quick leaves out prompts longer than 4,096 tokens; the exact oracles' cost grows with T.
+      if (ctx.quick && d.tokens > 4096) continue;
       ctx.progress("paging: " + d.model + ": " + d.name);
       const ScoreTensor attn = window_mean(d);
       if (d.kv_heads < 1 || attn.heads % d.kv_heads != 0) throw InputError(d.file, "kv_heads", "q_heads is not a multiple of kv_heads");
       const Index G = attn.heads / d.kv_heads;
       G_seen = G;
       const std::string repro_base = "kvaudit union-overhead --data " + d.dir + " --prompt " + d.name;
+
+      // Prompts longer than 2,048 tokens are sampled to fit the audit's time: every third layer (--quick: every
+      // eighth) for the union overhead, the first four layers (--quick: one) for the oracle comparisons.
+      const bool long_prompt = attn.tokens > 2048;
+      const Index union_layer_step = long_prompt ? (ctx.quick ? 8 : 3) : 1;
+      const Index oracle_layers = ctx.quick ? 1 : long_prompt ? 4 : -1;  // -1: all (~0.04 s per group at T = 1000)
 
       // 1. Union overhead of head-independent eviction, and Page-EntroKV's own ratio, per budget.
       for (std::size_t b = 0; b < kBudgets.size(); ++b) {
@@ -224,7 +232,7 @@ Section paging_section(const AuditContext& ctx) {
         pp.group_size = G;
         pp.ratio = parse_compression_ratio(kBudgets[b].second);
         const paging::PageSelection sel = paging::select_pages(attn, pp);
-        for (Index l = 0; l < attn.layers; ++l) {
+        for (Index l = 0; l < attn.layers; l += union_layer_step) {
           for (Index g = 0; g < d.kv_heads; ++g) {
             const auto rows = group_rows(attn, l, g, G);
             const std::string where = d.name + " layer " + std::to_string(l) + " group " + std::to_string(g);
@@ -269,8 +277,7 @@ Section paging_section(const AuditContext& ctx) {
         pp.ratio = parse_compression_ratio("0.8");
         for (auto pooling : {paging::Pooling::Entropy, paging::Pooling::Mean}) {
           pp.pooling = pooling;
-          const Index max_layers = ctx.quick ? 1 : -1;  // all layers: ~0.04 s per group at T = 1000
-          const SelectorComparison c = compare_selector_with_oracle(attn, pp, max_layers);
+          const SelectorComparison c = compare_selector_with_oracle(attn, pp, oracle_layers);
           const std::string name = pooling == paging::Pooling::Entropy ? "entropy" : "mean";
           sel_rows.push_back({d.name, name, c.groups, c.canonical, c.tie_admissible, to_string(c.verdict.kind)});
           if (!c.verdict.passed())
@@ -286,7 +293,7 @@ Section paging_section(const AuditContext& ctx) {
       {
         Index checked = 0;
         std::string first_bad;
-        const Index p_max = ctx.quick ? 4 : std::min<Index>(attn.tokens + 1, 96);
+        const Index p_max = ctx.quick ? 4 : std::min<Index>(attn.tokens + 1, long_prompt ? 32 : 96);
         std::vector<Index> sizes;
         for (Index P = 1; P <= p_max; ++P) sizes.push_back(P);
         for (Index P : {attn.tokens / 2, attn.tokens - 1, attn.tokens, attn.tokens + 1})
@@ -333,7 +340,7 @@ Section paging_section(const AuditContext& ctx) {
         paging::PageParams pm = pe;
         pm.pooling = paging::Pooling::Mean;
         const paging::PageSelection se = paging::select_pages(attn, pe), sm = paging::select_pages(attn, pm);
-        const Index theorem_layers = ctx.quick ? 1 : attn.layers;
+        const Index theorem_layers = oracle_layers < 0 ? attn.layers : oracle_layers;
         for (std::size_t i = 0; i < d.needles.size(); ++i) {
           const Index nb = d.needles[i].begin, ne = d.needles[i].end;
           if (ne > attn.tokens) throw InputError(d.file, "needles", "a needle ends past the attention's T");
@@ -356,7 +363,7 @@ Section paging_section(const AuditContext& ctx) {
               }
             }
           }
-          const std::string depth = d.needles[i].depth ? fmt(100.0 * *d.needles[i].depth, 0) + "%" : "-";
+          const std::string depth = d.needles[i].depth ? fmt(100.0 * *d.needles[i].depth, 0) + "%" : "not recorded";
           const std::string retrieved = d.needles[i].retrieved ? (*d.needles[i].retrieved ? "yes" : "no") : "-";
           needle_rows.push_back({d.name, depth, retrieved, nb, ne, t.groups, fmt(t.recall_e(), 1), fmt(t.recall_m(), 1), t.full_e, t.full_m,
                                  t.theorem_checked, t.cond_e, t.cond_m, t.mean_viol});

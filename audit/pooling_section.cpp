@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <limits>
 #include <cmath>
+#include <iterator>
 #include <map>
 #include <random>
 #include <sstream>
@@ -235,12 +236,17 @@ Section pooling_section(const AuditContext& ctx) {
   // Work is bounded by node counts alone, never by wall time, so the report is the same on any machine.
   const double secs = std::numeric_limits<double>::infinity();
   if (have_data) {
-    for (const io::PromptDump& d : *ctx.dumps) {
-      ctx.progress("pooling: " + d.name);
-      const std::vector<Index> layers =
-          ctx.quick ? std::vector<Index>{0, d.layers - 1} : std::vector<Index>{0, d.layers / 3, 2 * d.layers / 3, d.layers - 1};
-      const Index heads = ctx.quick ? std::min<Index>(3, d.q_heads) : d.q_heads;
+    // Rows sampled so the stage fits the audit's time (docs/pooling.md): a full run takes layers 0, L/2 and L-1,
+    // head 0, both tensors, of every prompt of every model; --quick the last layer of each model's first prompt.
+    for (auto it = ctx.dumps->begin(); it != ctx.dumps->end(); ++it) {
+      const io::PromptDump& d = *it;
+      const bool first_of_model = it == ctx.dumps->begin() || std::prev(it)->model != d.model;
+      if (ctx.quick && !first_of_model) continue;
+      ctx.progress("pooling: " + d.model + ": " + d.name);
+      const std::vector<Index> layers = ctx.quick ? std::vector<Index>{d.layers - 1} : std::vector<Index>{0, d.layers / 2, d.layers - 1};
+      const Index heads = 1;
       for (const char* tname : {"attention.last_query", "attention.window_mean"}) {
+        if (ctx.quick && std::string(tname) != "attention.last_query") continue;
         const io::Tensor* t = find_tensor(d, tname);
         if (!t || t->shape.size() != 3) continue;
         const Index T = t->shape[2];
@@ -294,7 +300,7 @@ Section pooling_section(const AuditContext& ctx) {
         if (P < kBuckets) continue;
         const Index group = std::max<Index>(1, qt.shape[0] / kt->shape[0]);
         const double scale = 1.0 / std::sqrt(static_cast<double>(dim));
-        for (Index h = 0; h < (ctx.quick ? std::min<Index>(2, qt.shape[0]) : qt.shape[0]); ++h) {
+        for (Index h = 0; h < std::min<Index>(ctx.quick ? 1 : 2, qt.shape[0]); ++h) {  // heads sampled as the rows above
           const pooling::Matrix K = slice(*kt, h / group, P), V = slice(*vt, h / group, P);
           const pooling::Matrix Q = slice(qt, h, W);
           const Eigen::VectorXd qlast = Q.row(W - 1).transpose();

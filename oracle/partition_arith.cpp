@@ -27,6 +27,10 @@ struct ExactPrefix::Impl {
   std::vector<Real> prefix;         // prefix[i] = p_1 + ... + p_i in 333 bits (exact when ExactPrefix::exact_)
   std::vector<Rational> rational;   // the same sums, always exact
   Rational mass(Index a, Index b) const { return rational[b] - rational[a]; }
+  // compare()'s memo of its last second operand and that partition's keyed mass multiset. An ExactPrefix
+  // belongs to one search, which is single-threaded.
+  std::vector<Index> last_b;
+  std::vector<std::pair<double, Rational>> last_b_masses;
 };
 
 ExactPrefix::ExactPrefix(std::span<const double> p) : impl_(std::make_unique<Impl>()) {
@@ -131,15 +135,28 @@ ExactPrefix::Decision ExactPrefix::compare(std::span<const Index> full_a, std::s
   // H depends only on the multiset of masses (zero masses contribute nothing): equal multisets tie exactly.
   // Checked first: callers come here when the doubles are within rounding of each other, which on tie-heavy
   // rows is mostly such a tie, and rational masses cost far less than 333-bit logarithms.
+  // Sorted by (nearest double, exact value): the double decides almost every comparison, and equal rationals
+  // have equal doubles, so equal multisets still sort identically. The second operand is usually the same
+  // incumbent many times in a row: its multiset is kept (Impl::last_b) rather than rebuilt on every call.
+  using Keyed = std::pair<double, Rational>;
   auto masses = [&](std::span<const Index> bounds) {
-    std::vector<Rational> q;
+    std::vector<Keyed> q;
     for (std::size_t k = 1; k < bounds.size(); ++k)
-      if (Rational m = impl_->mass(bounds[k - 1], bounds[k]); m != 0) q.push_back(std::move(m));
-    std::sort(q.begin(), q.end());
+      if (Rational m = impl_->mass(bounds[k - 1], bounds[k]); m != 0) q.emplace_back(m.convert_to<double>(), std::move(m));
+    std::sort(q.begin(), q.end(), [](const Keyed& x, const Keyed& y) { return x.first != y.first ? x.first < y.first : x.second < y.second; });
     return q;
   };
-  const std::vector<Rational> qa = masses(full_a), qb = masses(full_b);
-  if (qa == qb) return Decision::Equal;
+  if (!std::equal(full_b.begin(), full_b.end(), impl_->last_b.begin(), impl_->last_b.end())) {
+    impl_->last_b.assign(full_b.begin(), full_b.end());
+    impl_->last_b_masses = masses(full_b);
+  }
+  const std::vector<Keyed> ka = masses(full_a);
+  const std::vector<Keyed>& kb = impl_->last_b_masses;
+  if (ka.size() == kb.size() && std::equal(ka.begin(), ka.end(), kb.begin(), [](const Keyed& x, const Keyed& y) {
+        return x.first == y.first && x.second == y.second;
+      }))
+    return Decision::Equal;
+
   if (exact_) {  // fast path, as in compare_with
     const Eval a = evaluate(impl_->prefix, full_a), b = evaluate(impl_->prefix, full_b);
     const Real d = a.H - b.H;
@@ -149,6 +166,11 @@ ExactPrefix::Decision ExactPrefix::compare(std::span<const Index> full_a, std::s
     if (d < -tol) return Decision::Less;
   }
   // Masses the two share cancel: only the multiset difference enters the form (usually a handful of terms).
+  std::vector<Rational> qa, qb;
+  for (const Keyed& k : ka) qa.push_back(k.second);
+  for (const Keyed& k : kb) qb.push_back(k.second);
+  std::sort(qa.begin(), qa.end());
+  std::sort(qb.begin(), qb.end());
   std::vector<Rational> only_a, only_b;
   std::set_difference(qa.begin(), qa.end(), qb.begin(), qb.end(), std::back_inserter(only_a));
   std::set_difference(qb.begin(), qb.end(), qa.begin(), qa.end(), std::back_inserter(only_b));
