@@ -84,6 +84,17 @@ def _insert_at_depths(paragraphs: list[str], sentences: list[tuple[str, float]])
     return "\n\n".join(out + [s for s, _ in pending])
 
 
+def _code_textwrap_spec(name: str, target: int, **extra) -> PromptSpec:
+    """The stdlib textwrap module, from the start, cut at a line boundary (both sets)."""
+    code_path = os.path.join(PY_LIB, "textwrap.py")
+    code = open(code_path, encoding="utf-8").read().split("\n")
+    return PromptSpec(
+        name=name, kind="code", source_path=code_path, license="PSF-2.0",
+        license_file="licenses/PSF-2.0.txt", description="Python standard library textwrap.py, from the start",
+        question="In this code, what does the TextWrapper option break_on_hyphens control?",
+        target_tokens=target, document=lambda n: "\n".join(code[:n]), units=len(code), file=code_path, **extra)
+
+
 def _multi_needle_spec(name: str, topics: list[str], target: int, min_tokens: int) -> PromptSpec:
     topics_path = os.path.join(PY_LIB, "pydoc_data", "topics.py")
     hay = _paragraphs(_python_doc_topics(topics))
@@ -114,14 +125,7 @@ def long_prompts() -> list[PromptSpec]:
         target_tokens=LONG_TOKENS, document=lambda n: "\n".join(compound[:n]), units=len(compound),
         file=topics_path, min_tokens=low, answer_tokens=48))
 
-    code_path = os.path.join(PY_LIB, "textwrap.py")
-    code = open(code_path, encoding="utf-8").read().split("\n")
-    specs.append(PromptSpec(
-        name="code_textwrap_4k", kind="code", source_path=code_path, license="PSF-2.0",
-        license_file="licenses/PSF-2.0.txt", description="Python standard library textwrap.py, from the start",
-        question="In this code, what does the TextWrapper option break_on_hyphens control?",
-        target_tokens=LONG_TOKENS, document=lambda n: "\n".join(code[:n]), units=len(code), file=code_path,
-        min_tokens=low, answer_tokens=48))
+    specs.append(_code_textwrap_spec("code_textwrap_4k", LONG_TOKENS, min_tokens=low, answer_tokens=48))
 
     statements = ["try", "exceptions", "raise", "with", "context-managers", "assert"]
     lines = _python_doc_topics(statements).split("\n")
@@ -174,13 +178,7 @@ def default_prompts() -> list[PromptSpec]:
         target_tokens=1050, document=lambda n: "\n".join(cc0[:n]), units=len(cc0), file=CC0_FILE))
 
     # 3. Source code: the stdlib textwrap module, from the start, cut at a line boundary.
-    code_path = os.path.join(PY_LIB, "textwrap.py")
-    code = open(code_path, encoding="utf-8").read().split("\n")
-    specs.append(PromptSpec(
-        name="code_textwrap", kind="code", source_path=code_path, license="PSF-2.0",
-        license_file="licenses/PSF-2.0.txt", description="Python standard library textwrap.py, from the start",
-        question="In this code, what does the TextWrapper option break_on_hyphens control?",
-        target_tokens=1060, document=lambda n: "\n".join(code[:n]), units=len(code), file=code_path))
+    specs.append(_code_textwrap_spec("code_textwrap", 1060))
 
     # 4. Summarization of technical prose: the reference's description of the try statement.
     tryl = _python_doc_topics(["try", "exceptions"]).split("\n")
