@@ -237,16 +237,18 @@ Section pooling_section(const AuditContext& ctx) {
   const double secs = std::numeric_limits<double>::infinity();
   if (have_data) {
     // Rows sampled so the stage fits the audit's time (docs/pooling.md): a full run takes layers 0, L/2 and L-1,
-    // head 0, both tensors, of every prompt of every model; --quick the last layer of each model's first prompt.
+    // head 0, both tensors, of prompts up to 2,048 tokens and one row of longer ones; --quick one row per model.
     for (auto it = ctx.dumps->begin(); it != ctx.dumps->end(); ++it) {
       const io::PromptDump& d = *it;
       const bool first_of_model = it == ctx.dumps->begin() || std::prev(it)->model != d.model;
       if (ctx.quick && !first_of_model) continue;
       ctx.progress("pooling: " + d.model + ": " + d.name);
-      const std::vector<Index> layers = ctx.quick ? std::vector<Index>{d.layers - 1} : std::vector<Index>{0, d.layers / 2, d.layers - 1};
+      // A row of a prompt longer than 2,048 tokens costs ~20 s (its 64 buckets are peaked): one row each.
+      const bool one_row = ctx.quick || d.tokens > 2048;
+      const std::vector<Index> layers = one_row ? std::vector<Index>{d.layers - 1} : std::vector<Index>{0, d.layers / 2, d.layers - 1};
       const Index heads = 1;
       for (const char* tname : {"attention.last_query", "attention.window_mean"}) {
-        if (ctx.quick && std::string(tname) != "attention.last_query") continue;
+        if (one_row && std::string(tname) != "attention.last_query") continue;
         const io::Tensor* t = find_tensor(d, tname);
         if (!t || t->shape.size() != 3) continue;
         const Index T = t->shape[2];
@@ -300,7 +302,7 @@ Section pooling_section(const AuditContext& ctx) {
         if (P < kBuckets) continue;
         const Index group = std::max<Index>(1, qt.shape[0] / kt->shape[0]);
         const double scale = 1.0 / std::sqrt(static_cast<double>(dim));
-        for (Index h = 0; h < std::min<Index>(ctx.quick ? 1 : 2, qt.shape[0]); ++h) {  // heads sampled as the rows above
+        for (Index h = 0; h < std::min<Index>(ctx.quick || T > 2048 ? 1 : 2, qt.shape[0]); ++h) {  // heads sampled as the rows above
           const pooling::Matrix K = slice(*kt, h / group, P), V = slice(*vt, h / group, P);
           const pooling::Matrix Q = slice(qt, h, W);
           const Eigen::VectorXd qlast = Q.row(W - 1).transpose();
