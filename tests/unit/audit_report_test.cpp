@@ -41,7 +41,32 @@ fs::path fresh_dir(const std::string& name) {
   return d;
 }
 
-int run(const std::string& args) { return WEXITSTATUS(std::system((bin() + " " + args + " >/dev/null 2>&1").c_str())); }
+// KVAUDIT_SAMPLE_BIG_DUMPS=1 (the sanitizer stage): the audits below read a tree holding the SmolLM2 model
+// alone (the files of data/ itself), as five sanitized quick audits of all three models would take most of CI.
+bool sampled() {
+  const char* v = std::getenv("KVAUDIT_SAMPLE_BIG_DUMPS");
+  return v != nullptr && std::string(v) == "1";
+}
+
+std::string data_flag() {
+  if (!sampled()) return "";
+  static const fs::path tree = [] {
+    const char* root = std::getenv("KVAUDIT_ROOT");
+    const fs::path data = fs::absolute(fs::path(root ? root : ".") / "data");
+    fs::path t = fs::temp_directory_path() / ("kvaudit-report-test-tree-" + std::to_string(::getpid()));
+    fs::remove_all(t);
+    fs::create_directories(t);
+    for (const auto& e : fs::directory_iterator(data))
+      if (e.is_regular_file() || e.path().filename() == "licenses") fs::create_symlink(e.path(), t / e.path().filename());
+    return t;
+  }();
+  return " --data " + tree.string();
+}
+
+int run(const std::string& args) {
+  const std::string cmd = bin() + " " + args + (args.rfind("audit", 0) == 0 ? data_flag() : "") + " >/dev/null 2>&1";
+  return WEXITSTATUS(std::system(cmd.c_str()));
+}
 
 json without_volatile(json r) {
   r.erase("volatile");
@@ -76,7 +101,9 @@ TEST_F(AuditReport, OverviewAndClaimsAreGroupedByModel) {
   const json r = json::parse(slurp(dir_ / "report.json"));
   std::set<std::string> models;
   for (const auto& p : r["inputs"]["prompts"]) models.insert(p["model"].get<std::string>());
-  EXPECT_EQ(models, (std::set<std::string>{"SmolLM2-135M-Instruct", "Qwen2.5-Coder-0.5B-Instruct", "Qwen2.5-Coder-1.5B-Instruct"}));
+  if (!sampled())
+    EXPECT_EQ(models, (std::set<std::string>{"SmolLM2-135M-Instruct", "Qwen2.5-Coder-0.5B-Instruct", "Qwen2.5-Coder-1.5B-Instruct"}));
+  ASSERT_FALSE(models.empty());
   const json board = kvaudit::reports::claims_scoreboard(r);
   for (const auto& m : models) EXPECT_NE(std::find(board["columns"].begin(), board["columns"].end(), m), board["columns"].end()) << m;
   std::set<std::string> claim_models;
