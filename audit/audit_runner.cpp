@@ -29,7 +29,7 @@ std::vector<Unit> enumerate_units(const std::vector<io::PromptDump>& dumps) {
     } else {
       for (const auto& d : dumps) {
         if (stage.scope == Scope::PerPrompt) units.push_back({&stage, d.model, d.name});
-        else if (units.back().stage != &stage || units.back().model != d.model) units.push_back({&stage, d.model, ""});
+        else if (units.empty() || units.back().stage != &stage || units.back().model != d.model) units.push_back({&stage, d.model, ""});
       }
     }
   }
