@@ -56,6 +56,7 @@ std::string data_flag() {
     fs::path t = fs::temp_directory_path() / ("kvaudit-report-test-tree-" + std::to_string(::getpid()));
     fs::remove_all(t);
     fs::create_directories(t);
+    std::atexit([] { fs::remove_all(fs::temp_directory_path() / ("kvaudit-report-test-tree-" + std::to_string(::getpid()))); });
     for (const auto& e : fs::directory_iterator(data))
       if (e.is_regular_file() || e.path().filename() == "licenses") fs::create_symlink(e.path(), t / e.path().filename());
     return t;

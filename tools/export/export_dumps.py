@@ -261,7 +261,6 @@ def export_prompt(model, tokenizer, info, spec, profile, out_dir, log):
             "standalone_run_identical": True if (pname, ratio) in standalone else None}
         log(f"[{spec.name}] {pname} cr{ratio}: kept {capture_log[f'{pname}.cr{ratio}']['kept_per_layer']}")
 
-    kept_shape = (lambda n: (layers, n)) if profile.kept_encoding == "positions" else None
     expected = {"attention.window_mean": (layers, qh, t), "attention.last_query": (layers, qh, t),
                 "tokens.ids": (t,)}
     for name in scorers:
@@ -273,7 +272,7 @@ def export_prompt(model, tokenizer, info, spec, profile, out_dir, log):
     for name, shape in expected.items():
         assert tensors[name].shape == shape, (name, tensors[name].shape, shape)
     for name, a in tensors.items():
-        if name.startswith("kept.") and kept_shape is None:
+        if name.startswith("kept.") and profile.kept_encoding == "bitmask":
             assert a.shape == (layers, (t + 7) // 8) and a.dtype == np.uint8, (name, a.shape)
 
     file = f"{spec.name}.safetensors"
