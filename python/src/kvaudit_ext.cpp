@@ -31,21 +31,18 @@
 #include "cli/float32_input.h"
 #include "cli/page_select_output.h"
 #include "cli/paging_input.h"
+#include "cli/partition_output.h"
 #include "cli/select_args.h"
 #include "core/compression_ratio.h"
 #include "core/error.h"
 #include "core/io/half.h"
 #include "core/io/npy.h"
 #include "core/paging/page_selector.h"
-#include "core/pooling/greedy_partition.h"
 #include "core/select/chunk_select.h"
 #include "core/types.h"
 #include "core/verdict.h"
 #include "oracle/chunk_selection.h"
 #include "oracle/page_entrokv.h"
-#include "oracle/partition_arith.h"
-#include "oracle/partition_enumerate.h"
-#include "oracle/partition_exact.h"
 #include "oracle/union_overhead.h"
 
 namespace nb = nanobind;
@@ -499,58 +496,25 @@ std::string budget_fn(long long tokens, const std::string& ratio, long long chun
 }
 
 // partition_command.cpp's run(); the probabilities reach the solvers as stored (float64 unrounded).
-constexpr double kSumTolerance = 1e-4;  // the CLI's, see partition_command.cpp
-
 std::string partition_fn(const Array& probs, double budget, std::optional<long long> groups, const std::string& solver,
                          double time_limit) {
   if (solver != "exact" && solver != "enumerate" && solver != "greedy")
     throw InputError("--solver", "solver", "expected exact, enumerate or greedy, got '" + solver + "'");
-  const std::string src = "probs";
-  const Imported arr = import_array(probs, src);
-  if (arr.shape.size() != 1) throw InputError(src, "shape", "expected a 1-D probability vector");
-  if (arr.values.empty()) throw InputError(src, "values", "expected floating values, at least one");
-  io::require_finite(std::span<const double>(arr.values), src, "values");
-  const std::vector<double>& p = arr.values;  // solved as stored
-  double sum = 0.0;
-  for (double x : p) {
-    if (x < 0) throw InputError(src, "values", "probabilities must be >= 0");
-    sum += x;
-  }
-  if (std::fabs(sum - 1.0) > kSumTolerance)
-    throw InputError(src, "values", "probabilities sum to " + std::to_string(sum) + ", not 1 within 1e-4");
-  if (!std::isfinite(budget) || budget < 0) throw InputError("--entropy-budget", "R", "must be finite and >= 0");
-  const long n = static_cast<long>(p.size());
-  if (groups && (*groups < 1 || *groups > n)) throw InputError("--groups", "M", "must be in [1, " + std::to_string(n) + "]");
+  const Imported arr = import_array(probs, "probs");
+  cli::check_partition_input(arr.shape, arr.values, "probs", budget, groups);
   const std::optional<Index> m = groups ? std::optional<Index>(*groups) : std::nullopt;
   json out;
   if (solver == "greedy") {
-    const auto g = pooling::greedy_partition(p, m, budget);
-    const oracle::ExactPrefix prefix(p);
-    const auto b = oracle::full_bounds(g.cuts, n);
-    using D = oracle::ExactPrefix::Decision;
-    out = {{"solver", "greedy"}, {"boundaries", g.cuts}, {"groups", g.cuts.size() + 1},
-           {"entropy_bits", prefix.entropy_extended(b)}, {"feasible", prefix.compare_with(b, budget) != D::Greater},
-           {"optimal", nullptr}, {"lookahead_steps", g.lookahead_steps}};
+    out = cli::describe_greedy_partition(arr.values, budget, m);
   } else {
-    const oracle::PartitionProblem prob{p, budget, m};
     oracle::PartitionAnswer a;
-    try {
+    {
       nb::gil_scoped_release unlocked;
-      a = solver == "enumerate" ? oracle::enumerate_partitions(prob) : oracle::solve_exact(prob, {4'000'000'000, time_limit});
-    } catch (const std::length_error& e) {
-      throw InputError("--solver", "enumerate", e.what());
+      a = cli::solve_partition(arr.values, budget, m, solver, cli::partition_limits(4'000'000'000, time_limit));
     }
-    out = {{"solver", a.solver}, {"boundaries", a.cuts}, {"groups", a.feasible ? a.cuts.size() + 1 : 0},
-           {"entropy_bits", a.feasible ? json(a.entropy_bits) : json(nullptr)},
-           {"feasible", a.feasible}, {"certified", a.certified}, {"complete", a.complete},
-           {"optimum_upper_bound", std::isfinite(a.optimum_upper) ? json(a.optimum_upper) : json(nullptr)},
-           {"nodes", a.nodes}, {"exact_decisions", a.extended_decisions}};
-    if (!a.note.empty()) out["note"] = a.note;
+    out = cli::describe_partition_answer(a);
   }
-  out["n"] = n;
-  out["input_dtype"] = arr.dtype;
-  out["entropy_budget"] = budget;
-  out["form"] = m ? "fixed-m" : "free";
+  cli::describe_partition_input(out, arr.values.size(), arr.dtype, budget, m.has_value());
   return out.dump();
 }
 
