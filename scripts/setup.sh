@@ -6,7 +6,7 @@ cd "$(dirname "$0")/.."
 
 packages=(cmake ninja-build g++ clang libclang-rt-14-dev librapidcheck-dev libgtest-dev googletest
           libbenchmark-dev libboost-dev libboost-graph-dev libeigen3-dev libmpfr-dev libgmp-dev
-          libcli11-dev nlohmann-json3-dev libssl-dev)
+          libcli11-dev nlohmann-json3-dev libssl-dev libomp-14-dev)
 missing=()
 for p in "${packages[@]}"; do
   dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")
