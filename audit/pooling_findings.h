@@ -37,8 +37,8 @@ struct GapRecord {
   std::string upper_source;           // oracle::PartitionAnswer::upper_source
 };
 
-// The exact solver's limits in the audit: `max_nodes` branch-and-bound nodes, then (interior fixed-m budgets)
-// three times as many meet-in-the-middle parts; the interval-cover bound gets 200 shifted intervals per node
+// The exact solver's limits in the audit: 2 `max_nodes` branch-and-bound nodes, then (interior fixed-m budgets)
+// 3 `max_nodes` meet-in-the-middle parts; the interval-cover bound gets 200 shifted intervals per node
 // (partition_reach.h) and refines until the bracket is 1e-9 bits wide. All work limits count operations, so
 // with max_seconds = infinity the report is the same on every machine.
 oracle::ExactLimits audit_exact_limits(long max_nodes, double max_seconds);

@@ -217,14 +217,15 @@ Section pooling_section(const AuditContext& ctx) {
   double max_bracket = 0.0;             // widest exact bracket over every pooling instance solved below
   long over_target = 0;                 // instances whose bracket is wider than kBracketTarget
   std::map<std::string, long> upper_sources;
-  json over_target_cases = json::array();  // the first few, to reproduce
-  auto bracket = [&](double width, const std::string& source, json where) {
+  json over_target_cases = json::array();  // the first few, with their bucket masses, to reproduce
+  auto bracket = [&](double width, const std::string& source, json where, const std::vector<double>& p) {
     max_bracket = std::max(max_bracket, width);
     ++upper_sources[source];
     if (width <= kBracketTarget) return;
     if (over_target++ < 10) {
       where["bracket_bits"] = width;
       where["upper_source"] = source;
+      where["p"] = p;
       over_target_cases.push_back(std::move(where));
     }
   };
@@ -267,7 +268,9 @@ Section pooling_section(const AuditContext& ctx) {
                 if (!r.exact_feasible) { ++exact_infeasible; continue; }
                 certified += r.exact_certified;
                 bracket(r.bracket_bits, r.upper_source,
-                        {{"prompt", d.name}, {"tensor", tname}, {"layer", L}, {"head", h}, {"groups", m}, {"R", R}});
+                        {{"model", d.model}, {"prompt", d.name}, {"tensor", tname}, {"layer", L}, {"head", h}, {"groups", m},
+                         {"R", R}},
+                        p);
                 if (!r.greedy_feasible) ++greedy_failed;
                 else {
                   gaps.push_back(std::max(0.0, r.gap_low));
@@ -281,7 +284,9 @@ Section pooling_section(const AuditContext& ctx) {
                   const GapRecord f = measure_gap({p, std::nullopt, R}, nodes, secs);
                   if (f.exact_feasible)
                     bracket(f.bracket_bits, f.upper_source,
-                            {{"prompt", d.name}, {"tensor", tname}, {"layer", L}, {"head", h}, {"groups", "free"}, {"R", R}});
+                            {{"model", d.model}, {"prompt", d.name}, {"tensor", tname}, {"layer", L}, {"head", h},
+                             {"groups", "free"}, {"R", R}},
+                            p);
                   for (int k = 0; k < 2; ++k)
                     tail_free[k].add(oracle::judge_tail(
                         oracle::tail_bound(p, R, k ? TailReading::BinaryEntropy : TailReading::PlainH), f.exact_bits,
@@ -330,7 +335,9 @@ Section pooling_section(const AuditContext& ctx) {
               const auto ex = oracle::solve_exact({pb, R, m}, audit_exact_limits(nodes, secs));
               if (ex.feasible)
                 bracket(ex.certified ? 0.0 : ex.bracket_width(), ex.upper_source,
-                        {{"prompt", d.name}, {"tensor", "softmax of " + name}, {"head", h}, {"groups", m}, {"R", R}});
+                        {{"model", d.model}, {"prompt", d.name}, {"tensor", "softmax of " + name}, {"head", h},
+                         {"groups", m}, {"R", R}},
+                        pb);
               for (const auto& [label, cuts, feas] :
                    {std::tuple{std::string("greedy"), g.cuts, g.feasible}, std::tuple{std::string("exact"), ex.cuts, ex.feasible}}) {
                 if (label == "exact" && !ex.feasible) continue;
@@ -396,7 +403,15 @@ Section pooling_section(const AuditContext& ctx) {
                              {"message", std::to_string(over_target) + " pooling instances whose proven optimum bracket is "
                                          "wider than 1e-6 bits within the work budget (widest " +
                                          std::to_string(max_bracket) + " bits): their gap figures are intervals, not values"},
-                             {"reproduce", "kvaudit audit (stage pooling)"}});
+                             // The first such instance: its 64 bucket masses solve again with the CLI, whose default
+                             // limits are far above the audit's.
+                             {"reproduce", "kvaudit partition --probs counterexample.npy --entropy-budget " +
+                                               std::to_string(over_target_cases[0]["R"].get<double>()) +
+                                               (over_target_cases[0]["groups"].is_number()
+                                                    ? " --groups " + std::to_string(over_target_cases[0]["groups"].get<Index>())
+                                                    : std::string()) +
+                                               " --solver exact"},
+                             {"counterexample", over_target_cases[0]}});
   if (greedy_failed > 0)
     s["findings"].push_back({{"id", "pooling-greedy-infeasible-real"}, {"rule", "greedy-feasibility"}, {"verdict", "violates"},
                              {"message", std::to_string(greedy_failed) + " real-row instances where greedy ended above R "

