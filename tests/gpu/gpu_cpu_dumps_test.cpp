@@ -21,10 +21,10 @@ std::vector<io::PromptDump> dumps_or_skip() {
 }
 
 // Layers 0, L/2 and L-1 of prompts longer than 2,048 tokens: always for the exact page oracle (minutes per
-// 16k prompt otherwise), and for the chunk selectors under KVAUDIT_SAMPLE_BIG_DUMPS=1 (the sanitizer stage of
+// 16k prompt otherwise), and for the chunk selectors under KVAUDIT_SAMPLE_DUMPS=1 (the sanitizer stage of
 // scripts/test.sh); every other layer check covers every layer.
 ScoreTensor sampled_layers(const ScoreTensor& t, bool always = false) {
-  const char* v = std::getenv("KVAUDIT_SAMPLE_BIG_DUMPS");
+  const char* v = std::getenv("KVAUDIT_SAMPLE_DUMPS");
   const bool sample = always || (v != nullptr && std::string(v) == "1");
   if (!sample || t.tokens <= 2048 || t.layers <= 3) return t;
   ScoreTensor out{3, t.heads, t.tokens, {}};

@@ -41,10 +41,10 @@ fs::path fresh_dir(const std::string& name) {
   return d;
 }
 
-// KVAUDIT_SAMPLE_BIG_DUMPS=1 (the sanitizer stage): the audits below read a tree holding the SmolLM2 model
+// KVAUDIT_SAMPLE_DUMPS=1 (the sanitizer stage): the audits below read a tree holding the SmolLM2 model
 // alone (the files of data/ itself), as four sanitized quick audits of all three models would take most of CI.
 bool sampled() {
-  const char* v = std::getenv("KVAUDIT_SAMPLE_BIG_DUMPS");
+  const char* v = std::getenv("KVAUDIT_SAMPLE_DUMPS");
   return v != nullptr && std::string(v) == "1";
 }
 
