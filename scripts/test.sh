@@ -25,9 +25,9 @@ stage "2/3 clang ASan + UBSan build: the suites under the sanitizers, then the l
 CC=clang CXX=clang++ cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
       -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O1 -gline-tables-only -DNDEBUG" -DKVAUDIT_SANITIZE=ON -DKVAUDIT_FUZZ=ON \
       -DKVAUDIT_CUDA=OFF -DKVAUDIT_BENCHMARKS=OFF >/dev/null
-# What this stage runs: the suites, the CLI they drive, the harnesses. The proofs' checks and the CPU build of the
-# GPU algorithm run in stage 1 only (their library code is the suites' code; 7 CPU-minutes here).
-cmake --build build-asan -j "$jobs" --target tests/all cli/all fuzz/all
+# What this stage runs: the suites (with the CPU build of the GPU algorithm), the CLI they drive, the harnesses.
+# The proofs' checks run in stage 1 only (their library code is the suites' code; 7 CPU-minutes here).
+cmake --build build-asan -j "$jobs" --target tests/all cli/all fuzz/all gpu_cpu_build_test gpu_cpu_dumps_test
 # The conform suites drive Python implementations through pipes; the C++ side they exercise is covered by
 # conform_protocol_test, so the two slow Python-bound suites run in stage 1 only.
 # The sanitizers check the same code paths on every model but sample the dumps (KVAUDIT_SAMPLE_DUMPS: layers 0,
