@@ -25,9 +25,11 @@ stage "2/3 clang ASan + UBSan build: the suites under the sanitizers, then the l
 CC=clang CXX=clang++ cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
       -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O1 -gline-tables-only -DNDEBUG" -DKVAUDIT_SANITIZE=ON -DKVAUDIT_FUZZ=ON \
       -DKVAUDIT_CUDA=OFF -DKVAUDIT_BENCHMARKS=OFF >/dev/null
-# What this stage runs: the suites (with the CPU build of the GPU algorithm), the CLI they drive, the harnesses.
-# The proofs' checks run in stage 1 only (their library code is the suites' code; 7 CPU-minutes here).
-cmake --build build-asan -j "$jobs" --target tests/all cli/all fuzz/all gpu_cpu_build_test gpu_cpu_dumps_test
+# What this stage runs: the suites, the CLI they drive, the harnesses. The proofs' checks run in stage 1 only
+# (their library code is the suites' code; 7 CPU-minutes here). So does the CPU build of the GPU algorithm: clang's
+# UBSan stops in Thrust's own headers (thrust/detail/reference.h:330, an upcast of a null tag pointer in its
+# dispatch idiom), which gcc's UBSan, used here before, did not check.
+cmake --build build-asan -j "$jobs" --target tests/all cli/all fuzz/all
 # The conform suites drive Python implementations through pipes; the C++ side they exercise is covered by
 # conform_protocol_test, so the two slow Python-bound suites run in stage 1 only.
 # The sanitizers check the same code paths on every model but sample the dumps (KVAUDIT_SAMPLE_DUMPS: layers 0,
@@ -35,7 +37,7 @@ cmake --build build-asan -j "$jobs" --target tests/all cli/all fuzz/all gpu_cpu_
 # prompt.
 ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 KVAUDIT_SAMPLE_DUMPS=1 \
   ctest --test-dir build-asan --output-on-failure -j "$jobs" --timeout 1200 -LE "gpu|fuzz|proof" \
-        -E "conform_mutants_test|conform_kvpress_test"
+        -E "conform_mutants_test|conform_kvpress_test|gpu_cpu_build_test|gpu_cpu_dumps_test"
 ctest --test-dir build-asan --output-on-failure -j "$jobs" -L fuzz --timeout 300
 
 stage "3/3 Python package: fresh venv, pip install ./python, pytest (python/ci.sh)"
