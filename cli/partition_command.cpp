@@ -18,7 +18,7 @@ struct Options {
   std::optional<long long> groups;
   std::string solver = "exact";
   double time_limit = 10.0;
-  long node_limit = 4'000'000'000;
+  long node_limit = kvaudit::cli::kDefaultPartitionNodeLimit;
 };
 
 void run(const Options& o) {

@@ -46,6 +46,9 @@ inline void check_partition_input(const std::vector<std::int64_t>& shape, const 
   if (groups && (*groups < 1 || *groups > n)) throw InputError("--groups", "M", "must be in [1, " + std::to_string(n) + "]");
 }
 
+// The exact search's default node limit (CLI `--node-limit`, Python): high enough that the time limit is what stops.
+constexpr std::int64_t kDefaultPartitionNodeLimit = 4'000'000'000;
+
 inline oracle::ExactLimits partition_limits(std::int64_t node_limit, double time_limit) {
   oracle::ExactLimits l{node_limit, time_limit};
   l.branch_first_nodes = std::min<std::int64_t>(l.branch_first_nodes, node_limit);

@@ -143,7 +143,7 @@ ExactPrefix::Decision ExactPrefix::compare(std::span<const Index> full_a, std::s
     std::vector<Keyed> q;
     for (std::size_t k = 1; k < bounds.size(); ++k)
       if (Rational m = impl_->mass(bounds[k - 1], bounds[k]); m != 0) q.emplace_back(m.convert_to<double>(), std::move(m));
-    std::sort(q.begin(), q.end(), [](const Keyed& x, const Keyed& y) { return x.first != y.first ? x.first < y.first : x.second < y.second; });
+    std::sort(q.begin(), q.end());  // pairs order by the double first
     return q;
   };
   if (!std::equal(full_b.begin(), full_b.end(), impl_->last_b.begin(), impl_->last_b.end())) {
@@ -152,10 +152,7 @@ ExactPrefix::Decision ExactPrefix::compare(std::span<const Index> full_a, std::s
   }
   const std::vector<Keyed> ka = masses(full_a);
   const std::vector<Keyed>& kb = impl_->last_b_masses;
-  if (ka.size() == kb.size() && std::equal(ka.begin(), ka.end(), kb.begin(), [](const Keyed& x, const Keyed& y) {
-        return x.first == y.first && x.second == y.second;
-      }))
-    return Decision::Equal;
+  if (ka == kb) return Decision::Equal;
 
   if (exact_) {  // fast path, as in compare_with
     const Eval a = evaluate(impl_->prefix, full_a), b = evaluate(impl_->prefix, full_b);
@@ -166,17 +163,14 @@ ExactPrefix::Decision ExactPrefix::compare(std::span<const Index> full_a, std::s
     if (d < -tol) return Decision::Less;
   }
   // Masses the two share cancel: only the multiset difference enters the form (usually a handful of terms).
-  std::vector<Rational> qa, qb;
-  for (const Keyed& k : ka) qa.push_back(k.second);
-  for (const Keyed& k : kb) qb.push_back(k.second);
-  std::sort(qa.begin(), qa.end());
-  std::sort(qb.begin(), qb.end());
-  std::vector<Rational> only_a, only_b;
-  std::set_difference(qa.begin(), qa.end(), qb.begin(), qb.end(), std::back_inserter(only_a));
-  std::set_difference(qb.begin(), qb.end(), qa.begin(), qa.end(), std::back_inserter(only_b));
+  // The keyed order serves set_difference as it is: two keyed masses are equivalent exactly when the rationals
+  // are equal.
+  std::vector<Keyed> only_a, only_b;
+  std::set_difference(ka.begin(), ka.end(), kb.begin(), kb.end(), std::back_inserter(only_a));
+  std::set_difference(kb.begin(), kb.end(), ka.begin(), ka.end(), std::back_inserter(only_b));
   LogLinearForm x;  // H(a) - H(b)
-  for (const Rational& q : only_a) x.add_entropy_term(q, +1);
-  for (const Rational& q : only_b) x.add_entropy_term(q, -1);
+  for (const Keyed& q : only_a) x.add_entropy_term(q.second, +1);
+  for (const Keyed& q : only_b) x.add_entropy_term(q.second, -1);
   return from_sign(x.sign());
 }
 

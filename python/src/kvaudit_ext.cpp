@@ -510,7 +510,8 @@ std::string partition_fn(const Array& probs, double budget, std::optional<long l
     oracle::PartitionAnswer a;
     {
       nb::gil_scoped_release unlocked;
-      a = cli::solve_partition(arr.values, budget, m, solver, cli::partition_limits(4'000'000'000, time_limit));
+      a = cli::solve_partition(arr.values, budget, m, solver,
+                               cli::partition_limits(cli::kDefaultPartitionNodeLimit, time_limit));
     }
     out = cli::describe_partition_answer(a);
   }
