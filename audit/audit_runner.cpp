@@ -8,7 +8,7 @@
 #include <stdexcept>
 
 #include "core/error.h"
-#include "reports/report_schema.h"
+#include "audit/verdict_text.h"
 
 namespace kvaudit::audit {
 namespace {
@@ -127,20 +127,11 @@ json assemble(const json& units, const json& inputs) {
     }
     sections.push_back(section);
   }
-  json report = {{"schema", reports::kReportSchema}, {"inputs", inputs}, {"sections", sections}, {"units", units}};
-  report["claims"] = reports::collect_claims(sections);
-  int violations = 0, refuted = 0, open = 0;
-  for (const auto& s : sections) {
-    if (s["status"] != "ran") ++open;
-    for (const auto& f : s["findings"]) {
-      if (f["verdict"] == "violates") ++violations;
-      if (f["verdict"] == "inconclusive" || f["verdict"] == "not-run") ++open;
-    }
-  }
-  for (const auto& c : report["claims"])
-    if (c["verdict"] == "refuted") ++refuted;
-  report["verdict"] = (violations || refuted) ? "violates" : open ? "inconclusive" : "conforms";
-  report["totals"] = {{"violations", violations}, {"refuted_claims", refuted}, {"open_items", open}};
+  json report = {{"schema", kReportSchema}, {"inputs", inputs}, {"sections", sections}, {"units", units}};
+  report["claims"] = collect_claims(sections);
+  const ReportTotals totals = report_totals(sections, report["claims"]);
+  report["verdict"] = to_string(totals.verdict());
+  report["totals"] = {{"violations", totals.violations}, {"refuted_claims", totals.refuted_claims}, {"open_items", totals.open_items}};
   return report;
 }
 
@@ -209,7 +200,7 @@ json merge_reports(const std::vector<json>& shard_reports) {
   std::map<std::size_t, json> by_index;
   std::size_t total = shard_reports.front().at("coverage").at("units_total");
   for (const auto& r : shard_reports) {
-    if (r.at("schema") != reports::kReportSchema) throw std::invalid_argument("merge: a report has another schema");
+    if (r.at("schema") != kReportSchema) throw std::invalid_argument("merge: a report has another schema");
     if (r.at("inputs") != inputs) throw std::invalid_argument("merge: reports come from audits with different inputs");
     if (r.at("coverage").at("units_total") != total) throw std::invalid_argument("merge: reports disagree on the unit count");
     for (const auto& u : r.at("units")) {

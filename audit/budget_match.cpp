@@ -1,6 +1,7 @@
 // The seeds claim EG-ChunkKV and ChunkKV are "budget-matched by construction" and that EG-ChunkKV keeps
 // "exactly max(1, floor((1 - rho) T))". Both are checked here on the grid of settings the seeds report.
 #include "audit/budget_match.h"
+#include "audit/verdict_text.h"
 
 #include <algorithm>
 #include <cstdio>
@@ -30,20 +31,25 @@ bool chunkkv_can_keep(const ChunkKVTokenCounts& k, Index tokens) { return k.with
 
 }  // namespace
 
-ChunkKVTokenCounts chunkkv_token_counts(Index tokens, double rho, Index c) {
+ChunkKVTokenCounts chunkkv_token_counts(Index tokens, const CompressionRatio& rho, Index chunk_length) {
+  SelectorParams p;
+  p.method = Method::ChunkKV;
+  p.flavour = Flavour::Kvpress;
+  p.ratio = rho;
+  p.chunk_length = chunk_length;
+  const oracle::ChunkKvBudget b = oracle::chunkkv_budget(tokens, p);
   ChunkKVTokenCounts k;
-  Index complete = tokens / c, rem = tokens % c;
-  if (complete == 0) {
-    k.per_head_fallback = true;
-    k.without_partial = oracle::kvpress_token_budget(tokens, rho);
+  k.kept_chunks = b.chunks_kept;
+  k.per_head_fallback = b.fallback;
+  if (b.fallback) {
+    k.kept_chunks = 0;
+    k.without_partial = b.fallback_tokens;
     return k;
   }
-  Index n_chunks = complete + (rem > 0 ? 1 : 0);
-  k.kept_chunks = std::max<Index>(1, static_cast<Index>(static_cast<double>(n_chunks) * (1.0 - rho)));
-  // Without the partial chunk, all kept chunks are complete (needs kept_chunks <= complete).
-  k.without_partial = k.kept_chunks <= complete ? k.kept_chunks * c : -1;
-  if (rem > 0) k.with_partial = (k.kept_chunks - 1) * c + rem;
-  if (k.without_partial < 0) k.without_partial = k.with_partial;  // every chunk kept
+  // max_tokens: only complete chunks kept; min_tokens: the trailing partial chunk among them (equal when there
+  // is no partial chunk or every chunk is kept).
+  k.without_partial = b.max_tokens;
+  if (tokens % chunk_length != 0) k.with_partial = b.min_tokens;
   return k;
 }
 
@@ -67,7 +73,7 @@ Section budget_match_section(const AuditContext& ctx) {
     for (Index t = g.t_min; t <= g.t_max; ++t) {
       Index eg = oracle::kvpress_token_budget(t, rho.value);
       Index exact = oracle::exact_token_budget(t, g.ratio);
-      ChunkKVTokenCounts ck = chunkkv_token_counts(t, rho.value, g.chunk_length);
+      ChunkKVTokenCounts ck = chunkkv_token_counts(t, rho, g.chunk_length);
       ++n;
       if (!chunkkv_can_keep(ck, eg)) {
         ++bad;
@@ -89,12 +95,12 @@ Section budget_match_section(const AuditContext& ctx) {
                     static_cast<double>(bad) / static_cast<double>(n), max_gap, diverged});
     if (first_bad >= 0) {
       Index eg = oracle::kvpress_token_budget(first_bad, rho.value);
-      ChunkKVTokenCounts ck = chunkkv_token_counts(first_bad, rho.value, g.chunk_length);
+      ChunkKVTokenCounts ck = chunkkv_token_counts(first_bad, rho, g.chunk_length);
       json cx = {{"tokens", first_bad}, {"compression_ratio", g.ratio}, {"chunk_length", g.chunk_length},
                  {"eg_chunkkv_kept", eg}, {"chunkkv_kept_chunks", ck.kept_chunks},
                  {"chunkkv_kept_tokens_without_partial", ck.without_partial}, {"chunkkv_kept_tokens_with_partial", ck.with_partial}};
       findings.push_back({{"id", "budget-mismatch-" + g.setting + "-cr" + g.ratio + "-c" + std::to_string(g.chunk_length)},
-                          {"rule", "budget-match"}, {"verdict", "violates"},
+                          {"rule", "budget-match"}, {"verdict", to_string(VerdictKind::Violates)},
                           {"message", "ChunkKV and EG-ChunkKV keep different numbers of tokens on " + std::to_string(bad) + " of " +
                                           std::to_string(n) + " lengths; smallest T = " + std::to_string(first_bad)},
                           {"reproduce", budget_command(first_bad, g.ratio, g.chunk_length)}, {"counterexample", cx}});
@@ -105,7 +111,7 @@ Section budget_match_section(const AuditContext& ctx) {
                  {"kvpress_float_budget", oracle::kvpress_token_budget(first_div, rho.value)},
                  {"exact_budget", oracle::exact_token_budget(first_div, g.ratio)}};
       findings.push_back({{"id", "float-vs-exact-budget-cr" + g.ratio + "-c" + std::to_string(g.chunk_length) + "-" + g.setting},
-                          {"rule", "budget-exact"}, {"verdict", "violates"},
+                          {"rule", "budget-exact"}, {"verdict", to_string(VerdictKind::Violates)},
                           {"message", "int(T*(1-rho)) in double differs from floor((1-rho)T) on " + std::to_string(diverged) + " of " +
                                           std::to_string(n) + " lengths; smallest T = " + std::to_string(first_div)},
                           {"reproduce", budget_command(first_div, g.ratio, g.chunk_length)}, {"counterexample", cx}});
@@ -150,15 +156,15 @@ Section budget_match_section(const AuditContext& ctx) {
                 static_cast<long long>(total));
   section["claims"] = json::array(
       {{{"claim", "EG-ChunkKV and ChunkKV are budget-matched by construction"}, {"source", "seed 001 (PR description)"},
-        {"measured", measured}, {"verdict", mismatched ? "refuted" : "confirmed"},
+        {"measured", measured}, {"verdict", mismatched ? to_string(ClaimVerdict::Refuted) : to_string(ClaimVerdict::Confirmed)},
         {"why", mismatched ? "smallest counterexample: " + smallest_mismatch.dump() : "no (T, cr, c) in the grid differs"}},
        {{"claim", "EG-ChunkKV keeps exactly max(1, floor((1 - rho) T)) tokens"}, {"source", "seed 001 (PR description)"},
         {"measured", std::to_string(exact_float_diverged) + " of " + std::to_string(cases_float_vs_exact) +
                          " grid cases where kvpress's int(T*(1-rho)) differs"},
-        {"verdict", exact_float_diverged ? "refuted" : "confirmed"},
+        {"verdict", exact_float_diverged ? to_string(ClaimVerdict::Refuted) : to_string(ClaimVerdict::Confirmed)},
         {"why", exact_float_diverged ? "smallest counterexample: " + smallest_divergence.dump() : "float and exact budgets agree on the grid"}},
        {{"claim", "L = max(1, floor(1 - rho) * T) (formula as printed)"}, {"source", "seed 000"},
-        {"measured", "floor(1 - rho) = 0 for every rho > 0, so the printed formula keeps 1 token"}, {"verdict", "refuted"},
+        {"measured", "floor(1 - rho) = 0 for every rho > 0, so the printed formula keeps 1 token"}, {"verdict", to_string(ClaimVerdict::Refuted)},
         {"why", "a typo: the PR text states floor((1 - rho) T); the toolkit uses the PR's formula"}}});
   return section;
 }

@@ -2,6 +2,7 @@
 #pragma once
 
 #include "audit/audit_context.h"
+#include "core/types.h"
 
 namespace kvaudit::audit {
 
@@ -15,7 +16,8 @@ struct ChunkKVTokenCounts {
   Index with_partial = -1;     // partial chunk kept; -1 when impossible
   bool per_head_fallback = false;
 };
-ChunkKVTokenCounts chunkkv_token_counts(Index tokens, double rho, Index chunk_length);
+// A view of oracle::chunkkv_budget (kvpress flavour) in these terms.
+ChunkKVTokenCounts chunkkv_token_counts(Index tokens, const CompressionRatio& rho, Index chunk_length);
 
 // Stage "budget-match": the (T, rho, c) grid of the seeds' settings plus the recorded selections.
 Section budget_match_section(const AuditContext& ctx);

@@ -2,6 +2,7 @@
 // and judges the positions it kept. The dump (not this file) guarantees the scores are the press's inputs:
 // the exporter asserted bit equality of scores.snapkv and the scores the press's inner scorer returned.
 #include "audit/dump_conformance.h"
+#include "audit/verdict_text.h"
 
 #include <algorithm>
 #include <map>
@@ -170,7 +171,7 @@ Section dump_conformance_section(const AuditContext& ctx) {
     if (n.total() != n.conforming) continue;
     findings.push_back({{"id", "dump-conformance-" + press},
                         {"rule", "admissible"},
-                        {"verdict", "conforms"},
+                        {"verdict", to_string(VerdictKind::Conforms)},
                         {"message", "all " + std::to_string(n.total()) + " recorded selections of " + press +
                                         " are admissible for the oracle (kvpress flavour)"},
                         {"reproduce", "ctest --test-dir build -R real_dump_conformance_test --output-on-failure"}});
@@ -218,12 +219,12 @@ Section dump_conformance_section(const AuditContext& ctx) {
                              {"measured", std::to_string(differ) + " of " + std::to_string(compared) +
                                               " (prompt, layer, ratio, ChunkKV variant over the same inner scorer) pairs differ" +
                                               (example.empty() ? "" : "; e.g. " + example)},
-                             {"verdict", differ == 0 ? "confirmed" : "refuted"},
+                             {"verdict", differ == 0 ? to_string(ClaimVerdict::Confirmed) : to_string(ClaimVerdict::Refuted)},
                              {"why", "counts of positions the released presses actually kept, recorded by tools/export"}});
   }
 
   // Same docstring: "The number of retained tokens is exactly (1 - compression_ratio) * kv_len". Read
-  // exactly (SPEC section 1: max(1, floor((1 - rho) T)) from the decimal text) against what EG kept.
+  // exactly (docs/specification.md section 1: max(1, floor((1 - rho) T)) from the decimal text) against what EG kept.
   Index eg_cases = 0, eg_off = 0;
   std::string eg_example;
   for (const auto& c : cases) {
@@ -245,7 +246,7 @@ Section dump_conformance_section(const AuditContext& ctx) {
                              {"measured", std::to_string(eg_off) + " of " + std::to_string(eg_cases) +
                                               " recorded selections differ from the exact budget max(1, floor((1 - rho) T))" +
                                               (eg_example.empty() ? "" : "; e.g. " + eg_example)},
-                             {"verdict", eg_off == 0 ? "confirmed" : "refuted"},
+                             {"verdict", eg_off == 0 ? to_string(ClaimVerdict::Confirmed) : to_string(ClaimVerdict::Refuted)},
                              {"why", "kvpress computes int(T * (1 - rho)) in IEEE double: 1 - 0.8 = 0.19999999999999996, so T * (1 - rho) falls just below the integer (1 - rho) T whenever that is one"}});
   }
 
@@ -263,12 +264,12 @@ Section dump_conformance_section(const AuditContext& ctx) {
                     std::to_string(n.total());
     const bool open = all.inconclusive + all.not_run > 0;
     sec["claims"].push_back({{"claim", "ChunkKVPress and EntropyGatedChunkKVPress (kvpress 0.5.5) select as specified: every recorded selection is admissible"},
-                             {"source", "SPEC sections 2-3, kvpress 0.5.5"},
+                             {"source", "docs/specification.md sections 2-3, kvpress 0.5.5"},
                              {"measured", std::to_string(all.conforming) + " of " + std::to_string(all.total()) + " admissible (" + per_scorer + "; " +
                                               std::to_string(canonical) + " equal to the canonical selection), " +
                                               std::to_string(all.violating) + " violating, " + std::to_string(all.inconclusive) + " inconclusive, " +
                                               std::to_string(all.not_run) + " not run" + (ctx.quick ? " (quick: layers 0, L/2, L-1)" : "")},
-                             {"verdict", all.violating > 0 ? "refuted" : open ? "inconclusive" : "confirmed"},
+                             {"verdict", all.violating > 0 ? to_string(ClaimVerdict::Refuted) : open ? to_string(ClaimVerdict::Inconclusive) : to_string(ClaimVerdict::Confirmed)},
                              {"why", "the oracle's admissibility check (kvpress flavour, lower median) on the scores each press ranked, every prompt, layer, press and ratio"}});
   }
 

@@ -1,29 +1,13 @@
-// Page-EntroKV audit stage (SPEC.md section 5) and the checkers it shares with the tests and the CLI:
+// Page-EntroKV audit stage (docs/specification.md section 5) and the checkers it shares with the tests and the CLI:
 // optimized selector vs oracle, exact page accounting, union overhead, needle retention, sink masquerade.
 #pragma once
 
 #include "audit/audit_context.h"
+#include "audit/page_check.h"
 #include "core/paging/page_selector.h"
 #include "core/verdict.h"
-#include "oracle/page_params.h"
 
 namespace kvaudit::audit {
-
-// The same knobs, spelled for the oracle.
-oracle::paging::PageParams to_oracle_params(const paging::PageParams& p);
-
-// core/paging vs oracle/page_entrokv on every (layer, group) of `attn` with layer < max_layers (all when
-// max_layers < 0): budgets agree, the retained counts agree with the ledger, every selection is the
-// oracle's canonical one or admissible within page_score_rel_tolerance, and the page accounting of the
-// optimized ledger holds. `canonical` + `tie_admissible` == `groups` when the verdict conforms.
-struct SelectorComparison {
-  Verdict verdict;
-  Index groups = 0;          // (layer, group) pairs compared
-  Index canonical = 0;       // identical to the oracle's (score desc, index asc) selection
-  Index tie_admissible = 0;  // different, but admissible: tied (within tolerance) pages chosen otherwise
-};
-SelectorComparison compare_selector_with_oracle(const ScoreTensor& attn, const paging::PageParams& params,
-                                                Index max_layers = -1);
 
 // Masquerade (docs/page-entrokv.md): in a (layer, group), the head the entropy weighting ranks first (largest
 // collision probability, lowest index on ties) is a *sink head*, one with at least kSinkHeadMass of its

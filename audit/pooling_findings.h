@@ -1,4 +1,4 @@
-// Audit stage for entropy-budgeted contiguous pooling (SPEC section 4, seed 002): the greedy gap against the
+// Audit stage for entropy-budgeted contiguous pooling (docs/specification.md section 4, seed 002): the greedy gap against the
 // certified exact oracle, the seed's tail bound under both readings of h (with shrunk counterexamples), and
 // the attention-output cosine error of K/V pooling on real queries versus uniform pooling and top-k eviction.
 #pragma once

@@ -16,6 +16,7 @@
 #include <sstream>
 
 #include "audit/pooling_findings.h"
+#include "audit/verdict_text.h"
 #include "core/pooling/bucket_masses.h"
 #include "core/pooling/greedy_partition.h"
 #include "core/pooling/kv_pool.h"
@@ -166,7 +167,7 @@ Section pooling_section(const AuditContext& ctx) {
     c["exact_bits"] = r.exact_bits;
     c["greedy_bits"] = r.greedy_bits;
     counterexamples["greedy_infeasible"] = c;
-    s["findings"].push_back({{"id", "pooling-greedy-infeasible"}, {"rule", "greedy-feasibility"}, {"verdict", "violates"},
+    s["findings"].push_back({{"id", "pooling-greedy-infeasible"}, {"rule", "greedy-feasibility"}, {"verdict", to_string(VerdictKind::Violates)},
                              {"message", "greedy (documented reading) ends above R although a feasible m-partition exists"},
                              {"reproduce", "kvaudit partition --probs counterexample.npy --entropy-budget " +
                                                std::to_string(ce->R) + " --groups " + std::to_string(*ce->groups) +
@@ -191,7 +192,7 @@ Section pooling_section(const AuditContext& ctx) {
         c["gap"] = r.gap_low;
         c["bound"] = oracle::tail_bound(ce->p, ce->R, reading);
         counterexamples[id] = c;
-        s["findings"].push_back({{"id", "pooling-" + id}, {"rule", "tail-bound"}, {"verdict", "violates"},
+        s["findings"].push_back({{"id", "pooling-" + id}, {"rule", "tail-bound"}, {"verdict", to_string(VerdictKind::Violates)},
                                  {"message", std::string("greedy error exceeds h(p_down[floor(2^R)+1]) with h read as ") +
                                                  oracle::to_string(reading) + (form ? " (free form)" : " (fixed m)")},
                                  {"reproduce", "kvaudit partition --probs counterexample.npy --entropy-budget " +
@@ -399,7 +400,7 @@ Section pooling_section(const AuditContext& ctx) {
                                      {"needed_more_than_332_bits", sign_after.above_332_bits - sign_before.above_332_bits},
                                      {"largest_precision_bits", sign_after.max_precision_bits}};
   if (over_target > 0)
-    s["findings"].push_back({{"id", "pooling-bracket-wide"}, {"rule", "exact-bracket"}, {"verdict", "inconclusive"},
+    s["findings"].push_back({{"id", "pooling-bracket-wide"}, {"rule", "exact-bracket"}, {"verdict", to_string(VerdictKind::Inconclusive)},
                              {"message", std::to_string(over_target) + " pooling instances whose proven optimum bracket is "
                                          "wider than 1e-6 bits within the work budget (widest " +
                                          std::to_string(max_bracket) + " bits): their gap figures are intervals, not values"},
@@ -413,7 +414,7 @@ Section pooling_section(const AuditContext& ctx) {
                                                " --solver exact"},
                              {"counterexample", over_target_cases[0]}});
   if (greedy_failed > 0)
-    s["findings"].push_back({{"id", "pooling-greedy-infeasible-real"}, {"rule", "greedy-feasibility"}, {"verdict", "violates"},
+    s["findings"].push_back({{"id", "pooling-greedy-infeasible-real"}, {"rule", "greedy-feasibility"}, {"verdict", to_string(VerdictKind::Violates)},
                              {"message", std::to_string(greedy_failed) + " real-row instances where greedy ended above R "
                                          "although the exact solver found a feasible partition"},
                              {"reproduce", "kvaudit audit (stage pooling)"}, {"counterexample", counterexamples.value("greedy_infeasible", json())}});
@@ -431,7 +432,7 @@ Section pooling_section(const AuditContext& ctx) {
     return json{{"claim", std::string("greedy objective error <= h(p_down[floor(2^R)+1]), h = ") +
                               oracle::to_string(k ? TailReading::BinaryEntropy : TailReading::PlainH)},
                 {"source", "seed 002"}, {"measured", m.str()},
-                {"verdict", refuted ? "refuted" : (held > 0 ? "confirmed" : "not-testable")},
+                {"verdict", refuted ? to_string(ClaimVerdict::Refuted) : (held > 0 ? to_string(ClaimVerdict::Confirmed) : to_string(ClaimVerdict::NotTestable))},
                 {"why", refuted ? "certified counterexamples (see findings)" :
                                   "no certified violation; inconclusive instances are not counted as held"}};
   };
@@ -449,7 +450,7 @@ Section pooling_section(const AuditContext& ctx) {
           << mean(a.last) << "; ";
     s["claims"].push_back({{"claim", "mean cosine error 0.2024 (uniform) vs 0.0723 (entropy pooling) at 16 -> 6"},
                            {"source", "seed 002"}, {"measured", m.str()},
-                           {"verdict", "not-testable"},
+                           {"verdict", to_string(ClaimVerdict::NotTestable)},
                            {"why", "the seed's generator and R are unpublished; the ordering is compared on a "
                                    "reconstructed synthetic setup and on real queries instead (tables)"}});
   }
@@ -457,7 +458,7 @@ Section pooling_section(const AuditContext& ctx) {
   resid << "double max residual " << max_resid_double << ", 332-bit " << max_resid_ext << " (64-bucket real rows)";
   s["claims"].push_back({{"claim", "merge identity H_before - Delta = H_after held to 4.9e-17"}, {"source", "seed 002"},
                          {"measured", resid.str()},
-                         {"verdict", have_data ? "confirmed" : "not-testable"},
+                         {"verdict", have_data ? to_string(ClaimVerdict::Confirmed) : to_string(ClaimVerdict::NotTestable)},
                          {"why", "double residuals are rounding of sums of h; extended precision shows the identity exact"}});
   return s;
 }

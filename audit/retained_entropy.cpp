@@ -5,6 +5,7 @@
 // head-summed SnapKV scores of the positions that method kept inside that chunk; chunks a method kept nothing of
 // are left out of its mean. Scores are the float32 values the presses ranked (scores.snapkv).
 #include "audit/retained_entropy.h"
+#include "audit/verdict_text.h"
 
 #include <algorithm>
 #include <cmath>
@@ -38,7 +39,7 @@ std::string fmt(double v) {
 }
 
 json not_testable(const std::string& claim, const std::string& source, const std::string& why) {
-  return {{"claim", claim}, {"source", source}, {"measured", "-"}, {"verdict", "not-testable"}, {"why", why}};
+  return {{"claim", claim}, {"source", source}, {"measured", "-"}, {"verdict", to_string(ClaimVerdict::NotTestable)}, {"why", why}};
 }
 
 }  // namespace
@@ -149,7 +150,7 @@ Section retained_entropy_section(const AuditContext& ctx) {
       s["claims"].push_back({{"claim", "at cr 0.90 mean retained entropy rises from 0.947 (ChunkKV) to 0.983 (EG-ChunkKV)"},
                              {"source", "seed 000"}, {"model", model},
                              {"measured", model + " dumps: ChunkKV " + fmt(ck) + " vs EG-ChunkKV " + fmt(eg)},
-                             {"verdict", eg > ck ? "confirmed" : "refuted"},
+                             {"verdict", eg > ck ? to_string(ClaimVerdict::Confirmed) : to_string(ClaimVerdict::Refuted)},
                              {"why", "direction checked on real selections; the seed's values come from Llama-3.1-8B on LongBench and are not comparable"}});
     }
     bool widening = true;
@@ -159,7 +160,7 @@ Section retained_entropy_section(const AuditContext& ctx) {
     s["claims"].push_back({{"claim", "the coherence gap (EG-ChunkKV minus ChunkKV retained entropy) widens monotonically as the budget tightens"},
                            {"source", "seed 000"}, {"model", model},
                            {"measured", "gaps at increasing cr: " + gap_text},
-                           {"verdict", widening ? "confirmed" : "refuted"},
+                           {"verdict", widening ? to_string(ClaimVerdict::Confirmed) : to_string(ClaimVerdict::Refuted)},
                            {"why", "ratios 0.5 .. 0.95 recorded by tools/export on " + model + "'s dumps; chunks inside SnapKV's observation "
                                   "window score equally (entropy 1 for both methods), see the table's window column"}});
   }

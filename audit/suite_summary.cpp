@@ -2,6 +2,7 @@
 // --gtest_output=json; counts come from that file, RapidCheck case counts and
 // proof coverage lines from its stdout ("OK, passed N tests", "proof: <id>: <verdict>: <coverage>").
 #include "audit/suite_summary.h"
+#include "audit/verdict_text.h"
 
 #include <unistd.h>
 
@@ -97,7 +98,7 @@ Section suite_summary_section(const AuditContext& ctx) {
     json result = json::parse(in, nullptr, false);
     fs::remove(json_out);
     if (result.is_discarded() || !result.contains("tests")) {
-      findings.push_back({{"id", "suite-crashed-" + name}, {"rule", "suite"}, {"verdict", "violates"},
+      findings.push_back({{"id", "suite-crashed-" + name}, {"rule", "suite"}, {"verdict", to_string(VerdictKind::Violates)},
                           {"message", "the suite produced no result file (crashed or did not run)"}, {"reproduce", "ctest --test-dir " + bin.string() + " -R '^" + name + "$' --output-on-failure"}});
       ++failed_total;
       continue;
@@ -116,7 +117,7 @@ Section suite_summary_section(const AuditContext& ctx) {
     skipped_total += skipped;
     cases_total += cases;
     if (failures)
-      findings.push_back({{"id", "suite-failed-" + name}, {"rule", "suite"}, {"verdict", "violates"},
+      findings.push_back({{"id", "suite-failed-" + name}, {"rule", "suite"}, {"verdict", to_string(VerdictKind::Violates)},
                           {"message", std::to_string(failures) + " test(s) failed"}, {"reproduce", "ctest --test-dir " + bin.string() + " -R '^" + name + "$' --output-on-failure"}});
   }
   section["status"] = "ran";

@@ -1,4 +1,4 @@
-// Timing of the partition solvers (SPEC section 4): the certified exact solver at n = 256, m = 32 on
+// Timing of the partition solvers (docs/specification.md section 4): the certified exact solver at n = 256, m = 32 on
 // attention-like rows (real dump rows when data/ exists is the audit's job; here a fixed synthetic family),
 // the largest n it certifies within 10 s, and the greedy heuristic.
 //

@@ -4,7 +4,6 @@
 
 #include "cli/command_registry.h"
 #include "cli/select_args.h"
-#include "oracle/chunk_selection.h"
 
 namespace {
 
@@ -57,22 +56,11 @@ const bool registered = kvaudit::cli::register_command([](CLI::App& root) {
   cmd->add_option("--selection", *selection, "JSON file: {\"kept\": [positions]} (or \"kept_per_head\")")->required();
   cmd->callback([args, selection] {
     using namespace kvaudit;
-    const SelectorParams p = cli::to_params(*args);
-    const cli::ScoreFile f = cli::read_score_file(args->scores);
-    const Selection claimed = read_selection(*selection);
-    const Verdict v = oracle::check_admissible(f.view(), p, claimed);
-
-    nlohmann::json out = cli::describe_params(p, f);
-    out["admissible"] = v.passed();
-    out["verdict"] = to_string(v.kind);
-    out["rule"] = v.rule;
-    out["message"] = v.message;
-    const Index declared = cli::declared_token_budget(p, f.tokens);
-    if (declared >= 0) out["budget"] = declared;
-    std::cout << out.dump() << "\n";
-    // Only Conforms passes. Violates is a finding (1). Inconclusive / not-run / unsupported are neither a
-    // pass nor a finding: 3, so no script mistakes "could not decide" for "admissible" or for bad input.
-    cli::exit_code() = v.kind == VerdictKind::Conforms ? 0 : v.kind == VerdictKind::Violates ? 1 : 3;
+    const SelectorParams p = api::selector_params(args->options);
+    const api::ScoreFile f = cli::read_score_file(args->scores);
+    const api::Answer a = api::check_answer(p, f, read_selection(*selection), std::nullopt);
+    std::cout << a.body.dump() << "\n";
+    cli::exit_code() = api::exit_code(a.verdict);
   });
 });
 

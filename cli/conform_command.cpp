@@ -27,6 +27,7 @@ struct Args {
   std::string replay;
   kvaudit::Index max_size = 0;
   std::string claim = "heuristic";
+  std::string precision = "float32";
 };
 
 std::vector<std::string> read_lines(const std::string& path) {
@@ -58,6 +59,10 @@ const bool registered = kvaudit::cli::register_command([](CLI::App& root) {
   cmd->add_option("--claim", args->claim,
                   "partition: exact (every answer must reach the certified optimum) | heuristic (gap reported)")
       ->check(CLI::IsMember({"exact", "heuristic"}));
+  cmd->add_option("--precision", args->precision,
+                  "page-entrokv: what the implementation computes page scores in: float32 | float64 | exact | a relative "
+                  "tolerance (docs/page-entrokv.md)")
+      ->capture_default_str();
   cmd->add_option("--seed", args->seed, "Seed of the case generator");
   cmd->add_option("--dumps", args->dumps, "Also run every scores.snapkv row of the dumps in DIR");
   cmd->add_option("--timeout-ms", args->timeout_ms, "Per-request timeout in milliseconds");
@@ -77,6 +82,7 @@ const bool registered = kvaudit::cli::register_command([](CLI::App& root) {
     o.startup_timeout_ms = args->startup_timeout_ms;
     o.max_size = args->max_size;
     o.claim = args->claim == "exact" ? kvaudit::conform::PartitionClaim::Exact : kvaudit::conform::PartitionClaim::Heuristic;
+    o.precision = kvaudit::paging::parse_precision(args->precision, "--precision");
     if (!args->replay.empty()) o.replay = read_lines(args->replay);
     o.progress = [](const std::string& s) { std::cerr << "kvaudit conform: " << s << "\n"; };
     auto result = kvaudit::conform::run_conform(o);

@@ -1,5 +1,5 @@
-// Shared input handling of `kvaudit page-select` and `kvaudit union-overhead`: one layer's (q_heads, T)
-// attention from an NPY file or from a real dump, validated as per-head distributions.
+// Shared input handling of `kvaudit page-select`, `check-pages` and `union-overhead`: one layer's (q_heads, T)
+// attention from an NPY file or from a real dump, validated as per-head distributions (api/input_checks.h).
 #pragma once
 
 #include <algorithm>
@@ -8,10 +8,11 @@
 
 #include <CLI/CLI.hpp>
 
+#include "api/input_checks.h"
 #include "core/error.h"
 #include "core/io/dump.h"
 #include "core/io/npy.h"
-#include "cli/float32_input.h"
+#include "core/paging/page_options.h"
 #include "core/types.h"
 
 namespace kvaudit::cli {
@@ -22,6 +23,19 @@ struct AttnSource {
   long long layer = -1;
 };
 
+// The Page-EntroKV flags of page-select and check-pages (parsed by paging::parse_page_options).
+inline void add_page_options(CLI::App* cmd, paging::PageOptions& o) {
+  cmd->add_option("--group-size", o.group_size, "G: query heads per KV head")->required();
+  cmd->add_option("--page-size", o.page_size, "P: tokens per page")->capture_default_str();
+  cmd->add_option("--compression-ratio", o.ratio, "rho, the fraction removed, as a decimal")->required();
+  cmd->add_option("--sinks", o.sinks, "n_sink: leading positions isolated from the entropy weights")->capture_default_str();
+  cmd->add_option("--pooling", o.pooling, "entropy | mean")->capture_default_str();
+  cmd->add_option("--page-score", o.page_score, "sum | max")->capture_default_str();
+  cmd->add_option("--source", o.source, "what is pooled: sink-isolated | raw")->capture_default_str();
+  cmd->add_option("--sink-pages", o.sink_pages, "reserved | scored")->capture_default_str();
+  cmd->add_option("--greedy", o.greedy, "skip-misfits | stop-at-first-misfit")->capture_default_str();
+}
+
 inline void add_attn_options(CLI::App* cmd, AttnSource& s) {
   cmd->add_option("--attn", s.attn, "NPY file, (q_heads, T): one distribution over positions per query head");
   cmd->add_option("--data", s.data, "dump directory (instead of --attn): use attention.window_mean of --prompt at --layer");
@@ -29,31 +43,9 @@ inline void add_attn_options(CLI::App* cmd, AttnSource& s) {
   cmd->add_option("--layer", s.layer, "layer of the dump");
 }
 
-// A row is a distribution if it is non-negative and sums to 1 within kRowSumTolerance(T): a float32 softmax row
-// sums to 1 within T 2^-24 (accumulation) and the window mean adds one more rounding per query, so
-// 2 T 2^-24 covers float32 dumps with a factor-2 margin; the 1e-3 floor admits float16 storage (2^-11 per value).
-inline double row_sum_tolerance(Index tokens) { return 1e-3 + 2.0 * static_cast<double>(tokens) * std::ldexp(1.0, -24); }
-
-// Every head row of a (1, q_heads, T) tensor is a distribution: finite, non-negative, summing to 1 within
-// row_sum_tolerance(T). Throws InputError naming `source`; shared by the CLI and the Python front end.
-inline void require_distribution_rows(const ScoreTensor& out, const std::string& source) {
-  if (out.heads < 1 || out.tokens < 1) throw InputError(source, "shape", "q_heads and T must be >= 1");
-  io::require_finite(out.values, source, "values");
-  const double tol = row_sum_tolerance(out.tokens);
-  for (Index h = 0; h < out.heads; ++h) {
-    double sum = 0;
-    for (float v : out.row(0, h)) {
-      if (v < 0) throw InputError(source, "values", "row " + std::to_string(h) + " has a negative entry");
-      sum += v;
-    }
-    if (std::abs(sum - 1.0) > tol)
-      throw InputError(source, "values", "row " + std::to_string(h) + " sums to " + std::to_string(sum) + ", not a distribution");
-  }
-}
-
 // (1, q_heads, T) as a ScoreTensor, validated; throws InputError naming the file and the field. `precision`
 // records the stored dtype and how many values float32 rounded.
-inline ScoreTensor load_attention(const AttnSource& s, Float32Input& precision) {
+inline ScoreTensor load_attention(const AttnSource& s, api::Float32Input& precision) {
   ScoreTensor out;
   std::string source;
   if (!s.attn.empty()) {
@@ -61,7 +53,7 @@ inline ScoreTensor load_attention(const AttnSource& s, Float32Input& precision) 
     source = s.attn;
     io::NpyArray a = io::read_npy(s.attn);
     if (a.shape.size() != 2 || a.values.empty()) throw InputError(s.attn, "shape", "expected a floating (q_heads, T) array");
-    out = {1, a.shape[0], a.shape[1], narrow_for_float32(a, s.attn, precision)};
+    out = {1, a.shape[0], a.shape[1], api::narrow_for_float32(a, s.attn, precision)};
   } else if (!s.data.empty()) {
     if (s.prompt.empty() || s.layer < 0) throw InputError("--data", "prompt", "--data needs --prompt and --layer");
     const auto dumps = io::load_dumps(s.data);
@@ -76,7 +68,7 @@ inline ScoreTensor load_attention(const AttnSource& s, Float32Input& precision) 
   } else {
     throw InputError("--attn", "attn", "an input is required (--attn FILE or --data DIR --prompt NAME --layer L)");
   }
-  require_distribution_rows(out, source);
+  api::require_distribution_rows(out, source);
   return out;
 }
 

@@ -1,4 +1,4 @@
-// `kvaudit partition`: the entropy-budgeted contiguous partition of a 1-D probability vector (SPEC section 4)
+// `kvaudit partition`: the entropy-budgeted contiguous partition of a 1-D probability vector (docs/pooling.md)
 // by the certified exact solver, exhaustive enumeration or the greedy heuristic, printed as one JSON object.
 #include <cmath>
 #include <iostream>
@@ -7,8 +7,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "api/partition_answers.h"
 #include "cli/command_registry.h"
-#include "cli/partition_output.h"
 #include "core/io/npy.h"
 
 namespace {
@@ -18,23 +18,8 @@ struct Options {
   std::optional<long long> groups;
   std::string solver = "exact";
   double time_limit = 10.0;
-  long node_limit = kvaudit::cli::kDefaultPartitionNodeLimit;
+  long node_limit = kvaudit::api::kDefaultPartitionNodeLimit;
 };
-
-void run(const Options& o) {
-  namespace cli = kvaudit::cli;
-  const auto arr = kvaudit::io::read_npy(o.probs);
-  cli::check_partition_input(arr.shape, arr.values, o.probs, o.budget, o.groups);
-  const std::optional<kvaudit::Index> m = o.groups ? std::optional<kvaudit::Index>(*o.groups) : std::nullopt;
-  nlohmann::json out =
-      o.solver == "greedy"
-          ? cli::describe_greedy_partition(arr.values, o.budget, m)
-          : cli::describe_partition_answer(cli::solve_partition(arr.values, o.budget, m, o.solver,
-                                                                cli::partition_limits(o.node_limit, o.time_limit)));
-  cli::describe_partition_input(out, arr.values.size(), arr.dtype, o.budget, m.has_value());
-  std::cout << out.dump() << "\n";
-  kvaudit::cli::exit_code() = 0;
-}
 
 const bool registered = kvaudit::cli::register_command([](CLI::App& root) {
   auto opts = std::make_shared<Options>();
@@ -47,6 +32,13 @@ const bool registered = kvaudit::cli::register_command([](CLI::App& root) {
   cmd->add_option("--time-limit", opts->time_limit, "seconds for the exact search before it reports a bracket");
   cmd->add_option("--node-limit", opts->node_limit, "search nodes for the exact search (a deterministic limit)")
       ->check(CLI::PositiveNumber);
-  cmd->callback([opts] { run(*opts); });
+  cmd->callback([opts] {
+    namespace api = kvaudit::api;
+    const auto arr = kvaudit::io::read_npy(opts->probs);
+    std::cout << api::partition_answer(arr.shape, arr.values, arr.dtype, opts->probs, opts->budget, opts->groups, opts->solver,
+                                       api::partition_limits(opts->node_limit, opts->time_limit))
+                     .dump()
+              << "\n";
+  });
 });
 }  // namespace

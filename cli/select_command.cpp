@@ -3,6 +3,7 @@
 
 #include "cli/command_registry.h"
 #include "cli/select_args.h"
+#include "core/select/chunk_select.h"
 
 namespace {
 
@@ -12,11 +13,9 @@ const bool registered = kvaudit::cli::register_command([](CLI::App& root) {
   kvaudit::cli::add_select_options(cmd, *args);
   cmd->callback([args] {
     using namespace kvaudit;
-    const SelectorParams p = cli::to_params(*args);
-    const cli::ScoreFile f = cli::read_score_file(args->scores);
-    const Selection sel = select::select_layer(f.view(), p);
-
-    std::cout << cli::describe_selection(p, f, sel).dump() << "\n";
+    const SelectorParams p = api::selector_params(args->options);
+    const api::ScoreFile f = cli::read_score_file(args->scores);
+    std::cout << api::select_answer(p, f, select::select_layer(f.view(), p)).dump() << "\n";
   });
 });
 

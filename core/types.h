@@ -73,4 +73,37 @@ struct SelectorParams {
   double eps = 1e-8;
 };
 
+// Every choice of the Page-EntroKV formalization (docs/page-entrokv.md), declared once: the oracle, the
+// optimized selector, the GPU algorithm and every front end take this struct.
+enum class PagePooling {
+  Entropy,  // w_h proportional to exp(-H2(p~_h)) = sum_t p~_h(t)^2 (the collision probability)
+  Mean,     // w_h = 1/G (what SnapKV-style scorers do): the baseline
+};
+// What is pooled: s_g(t) = sum_h w_h d_h(t) with d_h = p~_h (sink-isolated, renormalized; default) or the raw
+// p_h. Raw pooling lets the sinks' mass (often > 50 %) ride along into page 0, and mixes weights computed on
+// p~ with scores computed on p, so the default pools p~ and handles the sinks by SinkPages.
+enum class PoolSource { SinkIsolated, Raw };
+enum class PageScore { Sum, Max };  // sum or max of the pooled token scores over a page's positions
+enum class SinkPages {
+  Reserved,  // pages holding a sink position are kept before any scored page, while they fit
+  Scored,    // they compete like any page (with PoolSource::SinkIsolated the sink positions then score 0)
+};
+// The greedy walk over pages in (score desc, page index asc) order.
+enum class GreedyRule {
+  SkipMisfits,        // a page that does not fit is skipped and the walk goes on
+  StopAtFirstMisfit,  // the kept pages are a prefix of the order
+};
+
+struct PageParams {
+  Index group_size = 3;            // G: query heads per KV head; head h belongs to group h / G (HF repeat_kv)
+  Index page_size = 16;            // P
+  std::string ratio_text = "0.8";  // rho as the user wrote it; the budget max(1, floor((1 - rho) T)) is exact
+  Index n_sink = 4;
+  PagePooling pooling = PagePooling::Entropy;
+  PoolSource source = PoolSource::SinkIsolated;
+  PageScore page_score = PageScore::Sum;
+  SinkPages sink_pages = SinkPages::Reserved;
+  GreedyRule greedy = GreedyRule::SkipMisfits;
+};
+
 }  // namespace kvaudit

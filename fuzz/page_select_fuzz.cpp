@@ -1,7 +1,7 @@
 // Differential libFuzzer harness: optimized Page-EntroKV (core/paging) against the exact oracle
 // (oracle/page_entrokv.h). Bytes -> parameters and non-negative attention (layers, q_heads, T). Both must agree
 // on validity and budget; per (layer, group) the optimized kept pages must equal the oracle's or be admissible
-// for the oracle's exact page scores with ties widened by page_score_rel_tolerance; the optimized ledger must
+// for the oracle's exact page scores with ties widened by the float64 page-score bound; the optimized ledger must
 // pass the oracle's exact page accounting. Anything else prints the case and traps.
 #include <fuzzer/FuzzedDataProvider.h>
 
@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "core/compression_ratio.h"
+#include "core/paging/page_score_bound.h"
 #include "core/error.h"
 #include "core/paging/page_selector.h"
 #include "fuzz/fuzz_support.h"
@@ -43,7 +44,7 @@ float attention(FuzzedDataProvider& in, int regime) {
 std::string describe(const ScoreTensor& a, const paging::PageParams& p) {
   std::ostringstream o;
   o.precision(9);
-  o << "G=" << p.group_size << " P=" << p.page_size << " rho='" << p.ratio.text << "' sinks=" << p.n_sink
+  o << "G=" << p.group_size << " P=" << p.page_size << " rho='" << p.ratio_text << "' sinks=" << p.n_sink
     << " pooling=" << static_cast<int>(p.pooling) << " source=" << static_cast<int>(p.source)
     << " page_score=" << static_cast<int>(p.page_score) << " sink_pages=" << static_cast<int>(p.sink_pages)
     << " greedy=" << static_cast<int>(p.greedy) << "\nattn (" << a.layers << ", " << a.heads << ", " << a.tokens << "):";
@@ -69,7 +70,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   p.group_size = in.ConsumeIntegralInRange<Index>(1, 3);
   p.page_size = in.ConsumeIntegralInRange<Index>(0, 9);
   p.n_sink = in.ConsumeIntegralInRange<Index>(-1, 6);
-  p.ratio = parse_compression_ratio(in.PickValueInArray(kRatios), "fuzz");
+  p.ratio_text = parse_compression_ratio(in.PickValueInArray(kRatios), "fuzz").text;
   p.pooling = in.ConsumeBool() ? paging::Pooling::Entropy : paging::Pooling::Mean;
   p.source = in.ConsumeBool() ? paging::PoolSource::SinkIsolated : paging::PoolSource::Raw;
   p.page_score = in.ConsumeBool() ? paging::PageScore::Sum : paging::PageScore::Max;
@@ -83,16 +84,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   a.values.resize(static_cast<std::size_t>(a.layers * a.heads * a.tokens));
   for (float& v : a.values) v = attention(in, regime);
 
-  op::PageParams q;
-  q.group_size = p.group_size;
-  q.page_size = p.page_size;
-  q.ratio_text = p.ratio.text;
-  q.n_sink = p.n_sink;
-  q.pooling = static_cast<op::Pooling>(p.pooling);
-  q.source = static_cast<op::PoolSource>(p.source);
-  q.page_score = static_cast<op::PageScore>(p.page_score);
-  q.sink_pages = static_cast<op::SinkPages>(p.sink_pages);
-  q.greedy = static_cast<op::GreedyRule>(p.greedy);
+  const PageParams& q = p;
 
   paging::PageSelection fast;
   op::PagedSelection exact;
@@ -124,7 +116,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   if (fast.budget != exact.budget || fast.pages != exact.ledger.pages)
     report_and_trap("page select: budget or page count differs", describe(a, p));
   const auto layout = op::page_layout(a.tokens, p.page_size);
-  const op::Exact rel_tol(paging::page_score_rel_tolerance(a.tokens, p.group_size, p.page_size));
+  const op::Exact rel_tol(paging::page_score_rel_bound(paging::ScorePrecision::Float64, a.tokens, p.group_size, p.page_size));
   op::PageLedger ledger{fast.layers, fast.groups, fast.pages, fast.ledger};
   std::vector<Positions> token_sets;
   for (Index l = 0; l < fast.layers; ++l) {

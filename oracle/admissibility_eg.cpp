@@ -1,5 +1,5 @@
 // EG-ChunkKV's rule-by-rule admissibility: is there a tie order (and a choice of computed statistics inside
-// their error intervals) under which the walk + top-up of SPEC section 3 produces exactly the claim?
+// their error intervals) under which the walk + top-up of docs/specification.md section 3 produces exactly the claim?
 //
 // From the claim we read k_i, the kept count of every chunk. The walk ends in one of two ways:
 //   A. top-up: every chunk was visited and budget remained. Then plain chunks are whole, gated

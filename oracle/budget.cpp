@@ -1,4 +1,4 @@
-// Budgets (SPEC section 1): the exact rational rule, kvpress's float rule, ChunkKV's chunk budget, divergences.
+// Budgets (docs/specification.md section 1): the exact rational rule, kvpress's float rule, ChunkKV's chunk budget, divergences.
 #include <cmath>
 #include <cstdlib>
 #include <stdexcept>

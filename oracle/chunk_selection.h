@@ -1,4 +1,4 @@
-// Reference ChunkKV and EG-ChunkKV (SPEC.md sections 1-3): canonical selections and the admissibility
+// Reference ChunkKV and EG-ChunkKV (docs/specification.md sections 1-3): canonical selections and the admissibility
 // checker. Naive, one function per definition; includes nothing from core/ but core/types.h and verdict.h.
 // The semantics of both flavours, the tolerance model and every rule id are documented in
 // docs/chunk-selection.md.
@@ -12,7 +12,7 @@
 
 namespace kvaudit::oracle {
 
-// ---- Budgets (SPEC section 1) ------------------------------------------------------------------------
+// ---- Budgets (docs/specification.md section 1) ------------------------------------------------------------------------
 // max(1, floor((1 - rho) T)) with rho read exactly from its decimal text (Boost cpp_rational).
 // Throws std::invalid_argument unless the text is a plain decimal in [0, 1) and tokens >= 1.
 Index exact_token_budget(Index tokens, const std::string& rho_text);

@@ -1,4 +1,4 @@
-// Canonical ChunkKV (SPEC section 2): kvpress's ChunkKVPress.compress line by line, and the exact flavour.
+// Canonical ChunkKV (docs/specification.md section 2): kvpress's ChunkKVPress.compress line by line, and the exact flavour.
 //
 // kvpress:  rho == 0 keeps all. No complete chunk -> the inner ScorerPress keeps, per head, the top
 //           compute_n_kept(T, rho) = max(1, int(T (1 - rho))) positions of that head's own scores.

@@ -1,4 +1,4 @@
-// Canonical EG-ChunkKV (SPEC section 3): EntropyGatedChunkKVPress.compress line by line (kvpress flavour,
+// Canonical EG-ChunkKV (docs/specification.md section 3): EntropyGatedChunkKVPress.compress line by line (kvpress flavour,
 // float32 statistics on raw head sums) and the seeds' description (exact flavour: clamped scores, exact
 // budget, 50-digit statistics, rescue size r and optional threshold tau, median rule). Ties toward the
 // lower index in the chunk order, the within-chunk top-k and the top-up.

@@ -1,4 +1,4 @@
-// Reference Page-EntroKV: each function transcribes one definition of SPEC.md section 5 in exact rationals.
+// Reference Page-EntroKV: each function transcribes one definition of docs/specification.md section 5 in exact rationals.
 #include "oracle/page_entrokv.h"
 
 #include "oracle/chunk_selection.h"

@@ -1,4 +1,4 @@
-// Reference Page-EntroKV (SPEC.md section 5): sink isolation, Renyi-2 head weights, pooled scores, pages,
+// Reference Page-EntroKV (docs/specification.md section 5): sink isolation, Renyi-2 head weights, pooled scores, pages,
 // page selection within the exact token budget, the page ledger, exact page accounting and the
 // admissibility of a claimed page selection. Naive, one function per definition, exact rationals (GMP).
 #pragma once

@@ -1,4 +1,4 @@
-// Exhaustive oracle for SPEC section 4: every contiguous m-partition (all C(n-1, m-1) boundary tuples,
+// Exhaustive oracle for docs/specification.md section 4: every contiguous m-partition (all C(n-1, m-1) boundary tuples,
 // visited iteratively in lexicographic order), the feasible one (H <= R) of largest entropy.
 #pragma once
 

@@ -1,4 +1,4 @@
-// Certified exact solver for SPEC section 4 (fixed m and free form), reaching far beyond enumeration.
+// Certified exact solver for docs/specification.md section 4 (fixed m and free form), reaching far beyond enumeration.
 //
 // H(q) = sum_k h(q_k) is additive over groups, so the largest and smallest entropies of an m-aggregation of
 // every suffix (i, n] are O(n^2 m) dynamic programmes (Cicalese & Vaccaro, arXiv:1805.05375). A depth-first

@@ -1,5 +1,5 @@
 // Merge-delta Delta(a, b) = h(a) + h(b) - h(a + b) >= 0 (h(x) = -x log2 x) and the entropy bookkeeping of a
-// sequence of adjacent merges, in 332-bit precision (SPEC section 4).
+// sequence of adjacent merges, in 332-bit precision (docs/specification.md section 4).
 #pragma once
 
 #include <vector>

@@ -1,4 +1,4 @@
-// A proven upper bound on max{H(q) : H(q) <= R} for the partition problem (SPEC section 4) from an
+// A proven upper bound on max{H(q) : H(q) <= R} for the partition problem (docs/specification.md section 4) from an
 // over-approximation of the set of achievable entropies, for the budgets a stopped search cannot close.
 //
 // A forward DP over states (j, k) = (prefix (0, j], k groups) carries, per state, a sorted list of at most K

@@ -1,4 +1,4 @@
-// The seed's tail-bound diagnostic (SPEC section 4): the efficient approximation's objective error is claimed
+// The seed's tail-bound diagnostic (docs/specification.md section 4): the efficient approximation's objective error is claimed
 // to be at most h(p_down[floor(2^R) + 1]), p_down[j] the j-th largest entry. The seed calls h "binary
 // entropy" while its other formulas use h(x) = -x log2 x, so both readings are implemented.
 #pragma once

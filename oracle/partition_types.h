@@ -1,4 +1,4 @@
-// Plain types of the entropy-budgeted contiguous partition problem (SPEC section 4): inputs and answers.
+// Plain types of the entropy-budgeted contiguous partition problem (docs/specification.md section 4): inputs and answers.
 #pragma once
 
 #include <cstdint>

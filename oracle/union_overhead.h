@@ -1,4 +1,4 @@
-// Reference union overhead of head-independent eviction under GQA (SPEC.md section 5): per-head top-k sets,
+// Reference union overhead of head-independent eviction under GQA (docs/specification.md section 5): per-head top-k sets,
 // |U| / k at token and page level, the two-head identity and Bonferroni bounds, in exact integer/rational
 // arithmetic (Boost cpp_rational).
 #pragma once

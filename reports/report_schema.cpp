@@ -42,8 +42,20 @@ void validate_report(const nlohmann::json& r) {
   require(r.contains("verdict") && r["verdict"].is_string(), "verdict", "missing");
   require(r.contains("sections") && r["sections"].is_array(), "sections", "missing");
   static const std::set<std::string> statuses = {"ran", "missing-inputs", "failed", "not-run"};
-  static const std::set<std::string> verdicts = {"conforms", "violates", "inconclusive", "not-run", "unsupported"};
-  static const std::set<std::string> claim_verdicts = {"confirmed", "refuted", "not-testable", "inconclusive"};
+  auto is_verdict = [](const nlohmann::json& v) {
+    try {
+      return v.is_string() && (audit::parse_verdict_kind(v.get<std::string>()), true);
+    } catch (const std::invalid_argument&) {
+      return false;
+    }
+  };
+  auto is_claim_verdict = [](const nlohmann::json& v) {
+    try {
+      return v.is_string() && (audit::parse_claim_verdict(v.get<std::string>()), true);
+    } catch (const std::invalid_argument&) {
+      return false;
+    }
+  };
   for (const auto& s : r["sections"]) {
     std::string id = s.value("section", "");
     std::string where = "sections[" + id + "]";
@@ -54,27 +66,16 @@ void validate_report(const nlohmann::json& r) {
     for (const auto& t : s.value("tables", nlohmann::json::array())) validate_table(t, where + ".tables");
     for (const auto& c : s.value("charts", nlohmann::json::array())) validate_chart(c, where + ".charts");
     for (const auto& f : s.value("findings", nlohmann::json::array())) {
-      require(f.contains("id") && f.contains("verdict") && f["verdict"].is_string() &&
-                  verdicts.count(f["verdict"].get<std::string>()) && f.contains("message"),
+      require(f.contains("id") && f.contains("verdict") && is_verdict(f["verdict"]) && f.contains("message"),
               where + ".findings", "finding needs id, verdict, message");
-      if (f["verdict"] == "violates") require(f.contains("reproduce") && f["reproduce"].is_string(), where + ".findings", "a violation needs a reproduce command");
+      if (audit::parse_verdict_kind(f["verdict"]) == VerdictKind::Violates) require(f.contains("reproduce") && f["reproduce"].is_string(), where + ".findings", "a violation needs a reproduce command");
     }
     for (const auto& c : s.value("claims", nlohmann::json::array()))
       require(c.contains("claim") && c.contains("source") && c.contains("measured") && c.contains("verdict") &&
-                  claim_verdicts.count(c["verdict"].get<std::string>()),
+                  is_claim_verdict(c["verdict"]),
               where + ".claims", "claim needs claim, source, measured, verdict confirmed|refuted|not-testable|inconclusive");
   }
   require(r.contains("claims") && r["claims"].is_array(), "claims", "missing");
-}
-
-nlohmann::json collect_claims(const nlohmann::json& sections) {
-  nlohmann::json claims = nlohmann::json::array();
-  for (const auto& s : sections)
-    for (auto c : s.value("claims", nlohmann::json::array())) {
-      c["section"] = s["section"];
-      claims.push_back(c);
-    }
-  return claims;
 }
 
 }  // namespace kvaudit::reports

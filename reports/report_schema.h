@@ -6,14 +6,13 @@
 
 #include <nlohmann/json.hpp>
 
+#include "audit/verdict_text.h"
+
 namespace kvaudit::reports {
 
-inline constexpr const char* kReportSchema = "kvaudit-report/1";
+using audit::kReportSchema;
 
 // Throws std::invalid_argument naming the first field that does not match the schema.
 void validate_report(const nlohmann::json& report);
-
-// Report-level claims table: every section's "claims" rows, tagged with their section.
-nlohmann::json collect_claims(const nlohmann::json& sections);
 
 }  // namespace kvaudit::reports

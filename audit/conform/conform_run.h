@@ -10,6 +10,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "core/paging/page_score_bound.h"
 #include "core/types.h"
 
 namespace kvaudit::conform {
@@ -44,6 +45,8 @@ struct ConformOptions {
   // makes cases smaller, so no query exceeds it.
   Index max_size = 0;
   PartitionClaim claim = PartitionClaim::Heuristic;
+  // page-entrokv: the arithmetic the implementation computes page scores in (its tie tolerance).
+  paging::PrecisionModel precision;
   std::function<void(const std::string&)> progress = [](const std::string&) {};
 };
 

@@ -139,16 +139,16 @@ class Loop {
       j["protocol_error"] = protocol_error_;
       r.exit_code = kProtocolError;
     } else if (!counterexample_.is_null()) {
-      j["verdict"] = "violates";
+      j["verdict"] = to_string(VerdictKind::Violates);
       j["counterexample"] = counterexample_;
       r.exit_code = kNonConforming;
     } else if (t_.judged == 0 || t_.inconclusive > 0 || t_.invalid > 0) {
-      j["verdict"] = "inconclusive";
+      j["verdict"] = to_string(VerdictKind::Inconclusive);
       j["why"] = t_.judged == 0 ? "no case was judged"
                                 : "some cases could not be judged; see first_inconclusive / first_invalid";
       r.exit_code = kNonConforming;
     } else {
-      j["verdict"] = "conforms";
+      j["verdict"] = to_string(VerdictKind::Conforms);
       r.exit_code = kConforms;
     }
     process_.stop();

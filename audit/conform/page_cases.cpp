@@ -5,6 +5,7 @@
 
 #include "audit/conform/page_family.h"
 #include "core/io/dump.h"
+#include "oracle/page_params.h"
 
 namespace kvaudit::conform {
 

@@ -1,4 +1,4 @@
-// The entropy-budgeted partition family of `kvaudit conform` (SPEC section 4): an implementation returns
+// The entropy-budgeted partition family of `kvaudit conform` (docs/specification.md section 4): an implementation returns
 // boundaries (or claims infeasibility); validity and H <= R are decided exactly (oracle/partition_arith.h),
 // infeasibility claims and optimality against the certified solver (oracle/partition_exact.h).
 //

@@ -28,33 +28,7 @@ struct BatchedScores {
   }
 };
 
-// Page-EntroKV (SPEC.md section 5) parameters: the same names, meanings and defaults as
-// oracle/page_params.h (core/ may not include oracle/, so the plain struct is repeated here).
-enum class PagePooling { Entropy, Mean };           // w_h proportional to sum_t p~_h(t)^2, or 1/G
-enum class PoolSource { SinkIsolated, Raw };        // pool p~_h (default) or the raw p_h
-enum class PageScore { Sum, Max };
-enum class SinkPages { Reserved, Scored };          // pages holding a sink kept first, or scored like any page
-enum class GreedyRule { SkipMisfits, StopAtFirstMisfit };
-
-struct PageParams {
-  Index group_size = 3;            // G; the segment's rows are the G query heads of one KV group
-  Index page_size = 16;
-  std::string ratio_text = "0.8";  // budget max(1, floor((1 - rho) T)), rho read exactly from the text
-  Index n_sink = 4;
-  PagePooling pooling = PagePooling::Entropy;
-  PoolSource source = PoolSource::SinkIsolated;
-  PageScore page_score = PageScore::Sum;
-  SinkPages sink_pages = SinkPages::Reserved;
-  GreedyRule greedy = GreedyRule::SkipMisfits;
-};
-
-// Relative tolerance under which two page scores computed here in double may be tied in exact arithmetic
-// (the oracle's rationals): every quantity is a sum of at most T + P + G + 8 non-negative double terms and
-// products, so the relative error of a page score is below (T + P + G + 8) * 2^-53; twice that makes the
-// tie test symmetric. Valid for non-negative attention (cancellation voids it).
-inline double page_score_rel_tol(Index tokens, const PageParams& params) {
-  return 2.0 * static_cast<double>(tokens + params.page_size + params.group_size + 8) * 0x1p-53;
-}
+// Page-EntroKV parameters: kvaudit::PageParams (core/types.h), shared with the oracle and the CPU selector.
 
 // Page-EntroKV input: per query head attention (segments = layers * kv_groups, heads_per_segment = G query
 // heads of the group, tokens = T): a (layers, q_heads, T) ScoreTensor such as attention.window_mean is

@@ -1,7 +1,7 @@
-// Batched Page-EntroKV (SPEC.md section 5, definitions of oracle/page_entrokv.h) on Thrust's device system:
+// Batched Page-EntroKV (docs/specification.md section 5, definitions of oracle/page_entrokv.h) on Thrust's device system:
 // sink isolation, Renyi-2 head weights, pooled scores, page scores and the page walk as a prefix sum.
 // Included after select_impl.inl by select_cpu.cpp and select_cuda.cu. Arithmetic is double (the oracle's is
-// exact rational); page_score_rel_tol bounds the difference.
+// exact rational); the float64 page-score bound (core/paging/page_score_bound.h) bounds the difference.
 #pragma once
 
 #include <algorithm>

@@ -44,7 +44,7 @@ struct SegmentOf {
 };
 
 // x[s, t] = sum over the segment's rows, in row order, in float32 (torch sums a float32 tensor in float32);
-// the exact flavour clamps at zero (SPEC section 3: x_j = max(0, sum_h s_{h,j})).
+// the exact flavour clamps at zero (docs/specification.md section 3: x_j = max(0, sum_h s_{h,j})).
 struct HeadSum {
   const float* raw;
   int rows;
@@ -84,7 +84,7 @@ struct ChunkMean {
   }
 };
 
-// Normalized within-chunk entropy (SPEC section 3, kvpress EntropyGatedChunkKVPress): rebase by the chunk's
+// Normalized within-chunk entropy (docs/specification.md section 3, kvpress EntropyGatedChunkKVPress): rebase by the chunk's
 // minimum when it is negative, p = y / (sum y + eps), h = -sum p log(p + eps), clamp(h / log n, 0, 1);
 // a one-token chunk has entropy 0. Float32 throughout like torch; log n in double then rounded, as torch
 // divides a float32 tensor by a Python float.
@@ -114,7 +114,7 @@ struct ChunkEntropy {
   }
 };
 
-// Walk cost of the chunk at sorted position k (SPEC section 3 step 5 in prefix-sum form,
+// Walk cost of the chunk at sorted position k (docs/specification.md section 3 step 5 in prefix-sum form,
 // proofs/10_walk_as_prefix_sum.md): important and spiky chunks cost min(n, r), others n.
 struct WalkCost {
   const int* order;          // sorted position -> global chunk id
@@ -215,7 +215,7 @@ struct NotKeptAt {
   KVAUDIT_HD int operator()(int k) const { return keep[order[k]] ? 0 : 1; }
 };
 
-// Top-up (SPEC section 3 step 6): the leftover token at sorted position k is added when fewer than
+// Top-up (docs/specification.md section 3 step 6): the leftover token at sorted position k is added when fewer than
 // `remaining` leftover tokens precede it in its segment's (x desc, index asc) order.
 struct TopUp {
   const int* order;

@@ -30,16 +30,9 @@ Index PageSelection::kept_total() const {
   return static_cast<Index>(std::count(ledger.begin(), ledger.end(), std::uint8_t{1}));
 }
 
-double page_score_rel_tolerance(Index tokens, Index group_size, Index page_size) {
-  const double u = std::ldexp(1.0, -53);
-  const double n = 7.0 * static_cast<double>(tokens) + 2.0 * static_cast<double>(group_size) +
-                   static_cast<double>(page_size) + 16.0;
-  return n * u / (1.0 - n * u);
-}
-
 namespace {
 
-// Pages of one (layer, group) chosen by the walk of SPEC section 5: reserved pages first (index order), then
+// Pages of one (layer, group) chosen by the walk of docs/specification.md section 5: reserved pages first (index order), then
 // the top of (score desc, index asc). Only the first m + 1 scored pages, m = floor(room / P), can be reached
 // before full pages stop fitting, plus the short last page under SkipMisfits; so a partial sort suffices.
 void walk(const double* scores, Index n_pages, Index tokens, Index P, Index n_reserved, Index budget,
@@ -87,7 +80,7 @@ PageSelection select_pages(const ScoreTensor& attn, const PageParams& params) {
   out.tokens = T;
   out.page_size = P;
   out.pages = (T + P - 1) / P;
-  out.budget = exact_budget(T, params.ratio);
+  out.budget = exact_budget(T, parse_compression_ratio(params.ratio_text, "ratio_text"));
   out.ledger.assign(static_cast<std::size_t>(out.layers * out.groups * out.pages), 0);
   out.retained.assign(static_cast<std::size_t>(out.layers * out.groups), 0);
   out.weights.assign(static_cast<std::size_t>(out.layers * attn.heads), 0.0);

@@ -1,6 +1,6 @@
-// Optimized Page-EntroKV selector (SPEC.md section 5): batched over (layers, KV groups), every head of a group
+// Optimized Page-EntroKV selector (docs/specification.md section 5): batched over (layers, KV groups), every head of a group
 // reduced in one pass, pages picked with a partial sort, OpenMP over layers. Double precision; checked
-// against oracle/page_entrokv.h up to ties within page_score_rel_tolerance.
+// against oracle/page_entrokv.h up to ties within the float64 page-score bound (core/paging/page_score_bound.h).
 #pragma once
 
 #include <cstdint>
@@ -11,24 +11,13 @@
 
 namespace kvaudit::paging {
 
-// The same knobs as oracle::paging::PageParams (kept apart so that core never includes the reference).
-enum class Pooling { Entropy, Mean };
-enum class PoolSource { SinkIsolated, Raw };
-enum class PageScore { Sum, Max };
-enum class SinkPages { Reserved, Scored };
-enum class GreedyRule { SkipMisfits, StopAtFirstMisfit };
-
-struct PageParams {
-  Index group_size = 3;
-  Index page_size = 16;
-  CompressionRatio ratio{"0.8", 0.8};  // the budget is exact_budget(T, ratio) (SPEC section 1)
-  Index n_sink = 4;
-  Pooling pooling = Pooling::Entropy;
-  PoolSource source = PoolSource::SinkIsolated;
-  PageScore page_score = PageScore::Sum;
-  SinkPages sink_pages = SinkPages::Reserved;
-  GreedyRule greedy = GreedyRule::SkipMisfits;
-};
+// The parameters are kvaudit::PageParams (core/types.h), shared with the oracle.
+using Pooling = kvaudit::PagePooling;
+using kvaudit::GreedyRule;
+using kvaudit::PageParams;
+using kvaudit::PageScore;
+using kvaudit::PoolSource;
+using kvaudit::SinkPages;
 
 struct PageSelection {
   Index layers = 0, groups = 0, group_size = 0, pages = 0, tokens = 0, page_size = 0, budget = 0;
@@ -48,11 +37,5 @@ struct PageSelection {
 // multiple of group_size, P < 1 or n_sink < 0.
 PageSelection select_pages(const ScoreTensor& attn, const PageParams& params);
 
-// A first-order bound gamma on the relative error of every page score computed above: |S^ - S| <= gamma S.
-// The chain: Z_h and sum p^2 (T - 1 additions each; p^2 of a float is exact in double), c_h = q/Z^2
-// (3 ops), w_h = c_h / sum c (G ops), w_h / Z_h (1), s(t) = sum_h (G + 1), a page sum (P - 1): every term
-// is non-negative, so relative errors add: n = 7T + 2G + P + 16 roundings of u = 2^-53, gamma = nu/(1-nu).
-// Two pages whose exact scores a, b satisfy |a - b| <= gamma (a + b) may come out in either order.
-double page_score_rel_tolerance(Index tokens, Index group_size, Index page_size);
 
 }  // namespace kvaudit::paging

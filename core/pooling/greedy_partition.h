@@ -1,4 +1,4 @@
-// The seed's greedy merge heuristic for entropy-budgeted contiguous pooling (SPEC section 4), made precise.
+// The seed's greedy merge heuristic for entropy-budgeted contiguous pooling (docs/specification.md section 4), made precise.
 //
 // Reading (docs/pooling.md, "greedy"). Start from singletons. Fixed m: perform exactly n - m adjacent merges;
 // free form (no m): merge only while H > R and stop as soon as H <= R. That stop, like the returned `feasible`,

@@ -1,4 +1,4 @@
-// K/V pooling of contiguous groups (SPEC section 4) and the attention-output cosine error used to judge it:
+// K/V pooling of contiguous groups (docs/specification.md section 4) and the attention-output cosine error used to judge it:
 // entropy pooling (attention-weighted representatives), uniform contiguous pooling and top-k eviction.
 #pragma once
 

@@ -1,4 +1,4 @@
-// Optimized CPU ChunkKV / EG-ChunkKV selectors (SPEC.md sections 1-3): one layer, all layers, a batch.
+// Optimized CPU ChunkKV / EG-ChunkKV selectors (docs/specification.md sections 1-3): one layer, all layers, a batch.
 //
 // Algorithm (per layer, batch element 0, T tokens, chunk length C, budget L):
 //   1. x_j = sum over heads of s_{h,j}, heads added in order 0..H-1: in float32 for the kvpress flavour

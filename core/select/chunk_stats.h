@@ -15,7 +15,7 @@ namespace kvaudit::select::detail {
 template <class V>
 bool head_sum(const HeadScores& scores, std::span<V> x);
 
-// x[t] = max(0, x[t]) (the exact flavour's clamp, SPEC section 3).
+// x[t] = max(0, x[t]) (the exact flavour's clamp, docs/specification.md section 3).
 void clamp_nonnegative(std::span<double> x);
 
 struct ChunkGeometry {

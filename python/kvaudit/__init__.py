@@ -154,17 +154,19 @@ def page_select(attention, group_size, page_size, compression_ratio, *, sinks=4,
 
 def check_pages(attention, kept_pages, group_size, page_size, compression_ratio, *, sinks=4, pooling="entropy",
                 page_score="sum", source="sink-isolated", sink_pages="reserved", greedy="skip-misfits",
-                rel_tolerance=None) -> Verdict:
-    """Is ``kept_pages`` (one sequence of page indices per KV group) what Page-EntroKV keeps, up to ties?
+                precision="float32") -> Verdict:
+    """``kvaudit check-pages``: is ``kept_pages`` (one sequence of page indices per KV group) what Page-EntroKV
+    keeps, up to the ties the implementation's arithmetic cannot resolve?
 
-    Page scores tied within ``rel_tolerance`` (|a - b| <= rel_tolerance (a + b)) may be taken in either order:
-    None or "float64" (default): the bound kvaudit's own double-precision selector is held to; "float32": the same
-    error chain in float32, for implementations that pool in float32; "exact": exact ties only; or a number.
+    ``precision`` is what the implementation computes page scores in: "float32" (default, torch's default dtype),
+    "float64" or "exact", each with its derived error bound (proofs/14_page_score_error_bound.md), or a number: a
+    relative tolerance of your own. Pages whose exact scores a, b satisfy |a - b| <= tol (a + b) may be taken in
+    either order. ``Verdict.details`` is the CLI's JSON, ``Verdict.replay`` the conform request line.
     """
     k = _page_knobs(group_size, page_size, compression_ratio, sinks, pooling, page_score, source, sink_pages, greedy)
     if not isinstance(kept_pages, _np.ndarray) and hasattr(kept_pages, "__dlpack__"):
         kept_pages = _np.from_dlpack(kept_pages)
-    return _kvaudit.check_pages(_array(attention), kept_pages, *k, rel_tolerance)
+    return _kvaudit.check_pages(_array(attention), kept_pages, *k, precision)
 
 
 def union_overhead(attention, group_size, compression_ratio, page_size=None, page_score="sum") -> dict:

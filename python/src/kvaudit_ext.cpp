@@ -1,7 +1,7 @@
-// nanobind bindings of `kvaudit._kvaudit`: the CLI's front end, in-process. Each function makes the same C++
-// calls as the matching `kvaudit` subcommand (cli/*_command.cpp) on an in-memory array instead of an NPY
-// file, and the JSON-producing ones return the CLI's JSON text byte for byte (python/tests compare them).
-// Nothing here selects, checks or solves: the selectors are core/, the decisions oracle/ and audit/.
+// nanobind bindings of `kvaudit._kvaudit`: a translator around api/, the same question -> answer functions the
+// CLI calls (cli/*_command.cpp), on in-memory arrays instead of NPY files. The JSON-producing ones return the
+// CLI's JSON text byte for byte (python/tests compare them). Nothing here selects, checks or solves, and nothing
+// here comes from cli/.
 //
 // Arrays arrive as nanobind ndarrays (buffer protocol or DLPack: numpy, torch, anything exporting either),
 // any strides, any CPU dtype; they are read exactly as read_npy would have read them from a file
@@ -24,26 +24,20 @@
 #include <nanobind/stl/vector.h>
 #include <nlohmann/json.hpp>
 
-#include "audit/budget_match.h"
+#include "api/chunk_answers.h"
+#include "api/input_checks.h"
+#include "api/page_answers.h"
+#include "api/partition_answers.h"
 #include "audit/conform/protocol.h"
-#include "audit/page_claims.h"
-#include "audit/paging_findings.h"
-#include "cli/float32_input.h"
-#include "cli/page_select_output.h"
-#include "cli/paging_input.h"
-#include "cli/partition_output.h"
-#include "cli/select_args.h"
-#include "core/compression_ratio.h"
 #include "core/error.h"
 #include "core/io/half.h"
 #include "core/io/npy.h"
-#include "core/paging/page_selector.h"
+#include "core/paging/page_options.h"
+#include "core/paging/page_score_bound.h"
 #include "core/select/chunk_select.h"
 #include "core/types.h"
 #include "core/verdict.h"
 #include "oracle/chunk_selection.h"
-#include "oracle/page_entrokv.h"
-#include "oracle/union_overhead.h"
 
 namespace nb = nanobind;
 using namespace nb::literals;
@@ -155,7 +149,7 @@ Imported import_array(const Array& a, const std::string& source, std::vector<flo
   return out;
 }
 
-using Precision = cli::Float32Input;
+using Precision = api::Float32Input;
 
 // Narrowing is reported by the CLI in its JSON ("precision"); here it is also a warning, so a caller that only
 // looks at the positions still hears of it.
@@ -170,29 +164,29 @@ void add_precision(json& j, const Precision& p) {
   j["precision"] = p.describe();
 }
 
-// cli::read_score_file after read_npy.
-cli::ScoreFile score_file(const Array& a, const std::string& path) {
+// The CLI's read_score_file after read_npy.
+api::ScoreFile score_file(const Array& a, const std::string& path) {
   std::vector<float> direct;
   Imported arr = import_array(a, path, &direct);
   if (arr.dtype != "bfloat16" && (arr.dtype.size() < 2 || arr.dtype[1] != 'f'))
     throw InputError(path, "dtype", "expected float16, float32 or float64 scores, got '" + arr.dtype + "'");
-  cli::ScoreFile f = cli::score_file_shape(arr.shape, path);
+  api::ScoreFile f = api::score_file_shape(arr.shape, path);
   if (arr.values.empty() && !direct.empty()) {  // float16 / bfloat16 / float32: nothing to narrow
     io::require_finite(std::span<const float>(direct), path, "values");
     f.values = std::move(direct);
     f.precision = {arr.dtype, 0};
     return f;
   }
-  f.values = cli::narrow_for_float32(arr, path, f.precision);
+  f.values = api::narrow_for_float32(arr, path, f.precision);
   return f;
 }
 
-// cli::load_attention after read_npy (NPY branch), then its validation of each row as a distribution.
+// The CLI's load_attention after read_npy (NPY branch), then the validation of each row as a distribution.
 ScoreTensor attention_tensor(const Array& a, const std::string& source, Precision& precision) {
   Imported arr = import_array(a, source);
   if (arr.shape.size() != 2 || arr.values.empty()) throw InputError(source, "shape", "expected a floating (q_heads, T) array");
-  ScoreTensor out{1, arr.shape[0], arr.shape[1], cli::narrow_for_float32(arr, source, precision)};
-  cli::require_distribution_rows(out, source);
+  ScoreTensor out{1, arr.shape[0], arr.shape[1], api::narrow_for_float32(arr, source, precision)};
+  api::require_distribution_rows(out, source);
   return out;
 }
 
@@ -343,61 +337,36 @@ nb::object json_object(const json& j) { return nb::module_::import_("json").attr
 SelectorParams selector_params(const std::string& method, const std::string& ratio, std::optional<long long> chunk_length,
                                long long rescue_size, std::optional<double> entropy_threshold, const std::string& flavour,
                                const std::string& median) {
-  // CLI11 rejects these before any callback runs (a usage error); here they get the InputError form.
-  conform::parse_method(method, "method");
-  if (flavour != "kvpress" && flavour != "exact")
-    throw InputError("flavour", "flavour", "expected kvpress or exact, got '" + flavour + "'");
-  if (median != "lower" && median != "mean") throw InputError("median", "median", "expected lower or mean, got '" + median + "'");
-  cli::SelectArgs a;
-  a.method = method;
-  a.ratio = ratio;
-  a.chunk_length = chunk_length;
-  a.rescue_size = rescue_size;
-  a.entropy_threshold = entropy_threshold;
-  a.flavour = flavour;
-  a.median = median;
-  return cli::to_params(a);
+  return api::selector_params({method, ratio, chunk_length, rescue_size, entropy_threshold, flavour, median});
 }
 
 // ---- Verdicts ----------------------------------------------------------------------------------------------
 
-// A chunk-selection check: the inputs are kept (float32, as judged) so the canonical answer, the replay line and
-// the CLI's JSON can be produced on demand; a check itself pays only for the copy it already made.
+// A check's inputs are kept (float32, as judged), so the canonical answer and the replay line can be produced
+// on demand; the answer body is the CLI's JSON for the same check.
 struct ChunkCase {
-  cli::ScoreFile file;
+  api::ScoreFile file;
   SelectorParams params;
-  Selection claimed;
   std::optional<Selection> canonical;  // oracle::select, when check() already computed it
-};
-
-struct PageCase {
-  ScoreTensor attn;
-  paging::PageParams params;
-  Precision precision;
-  double rel_tolerance = 0.0;
-  Index budget = 0;
 };
 
 struct PyVerdict {
   Verdict verdict;
+  api::Answer answer;
   std::shared_ptr<const ChunkCase> chunk;
-  std::shared_ptr<const PageCase> page;
 
   std::string status() const { return to_string(verdict.kind); }
   bool passed() const { return verdict.passed(); }
 
   nb::object admissible_answer() const {
     if (chunk) return selection_array(chunk->canonical ? *chunk->canonical : oracle::select(chunk->file.view(), chunk->params));
-    if (page) {
-      nb::list l;
-      for (const auto& g : audit::canonical_page_selection(page->attn, page->params)) l.append(positions_array(g));
-      return l;
-    }
-    return nb::none();
+    nb::list l;
+    for (const auto& g : answer.body.at("admissible_answer")) l.append(positions_array(g.get<std::vector<std::int64_t>>()));
+    return l;
   }
 
   nb::object replay() const {
-    if (!chunk) return nb::none();
+    if (!chunk) return nb::cast(answer.body.at("replay").get<std::string>());
     conform::ConformCase c;
     c.heads = chunk->file.heads;
     c.tokens = chunk->file.tokens;
@@ -407,28 +376,8 @@ struct PyVerdict {
     return nb::cast(conform::encode_request(0, c));
   }
 
-  // The CLI's `kvaudit check` JSON for a chunk check; a JSON object of the same spirit for a page check.
-  nb::object details() const {
-    if (chunk) {
-      json out = cli::describe_params(chunk->params, chunk->file);
-      out["admissible"] = verdict.passed();
-      out["verdict"] = to_string(verdict.kind);
-      out["rule"] = verdict.rule;
-      out["message"] = verdict.message;
-      const Index declared = cli::declared_token_budget(chunk->params, chunk->file.tokens);
-      if (declared >= 0) out["budget"] = declared;
-      return json_object(out);
-    }
-    if (page) {
-      json out = {{"tokens", page->attn.tokens}, {"q_heads", page->attn.heads}, {"group_size", page->params.group_size},
-                  {"page_size", page->params.page_size}, {"compression_ratio", page->params.ratio.text},
-                  {"budget", page->budget}, {"rel_tolerance", page->rel_tolerance},
-                  {"precision", page->precision.describe()}, {"admissible", verdict.passed()},
-                  {"verdict", to_string(verdict.kind)}, {"rule", verdict.rule}, {"message", verdict.message}};
-      return json_object(out);
-    }
-    return json_object({{"verdict", to_string(verdict.kind)}, {"rule", verdict.rule}, {"message", verdict.message}});
-  }
+  // The CLI's JSON for the same check (`kvaudit check` / `kvaudit check-pages`).
+  nb::object details() const { return json_object(answer.body); }
 };
 
 // ---- The functions -------------------------------------------------------------------------------------------
@@ -437,12 +386,12 @@ nb::object select_fn(const std::string& method, const Array& scores, const std::
                      long long rescue_size, std::optional<double> entropy_threshold, const std::string& flavour,
                      const std::string& median, bool full) {
   const SelectorParams p = selector_params(method, ratio, chunk_length, rescue_size, entropy_threshold, flavour, median);
-  const cli::ScoreFile f = score_file(scores, "scores");
+  const api::ScoreFile f = score_file(scores, "scores");
   warn_if_rounded(f.precision, "scores");
   thread_local select::Workspace ws;
   const Selection sel = select::select_layer(f.view(), p, ws);
   if (!full) return selection_array(sel);
-  return json_object(cli::describe_selection(p, f, sel));
+  return json_object(api::select_answer(p, f, sel));
 }
 
 PyVerdict check_fn(const std::string& method, const Array& scores, nb::handle kept, const std::string& ratio,
@@ -453,199 +402,77 @@ PyVerdict check_fn(const std::string& method, const Array& scores, nb::handle ke
   c->file = score_file(scores, "scores");
   warn_if_rounded(c->file.precision, "scores");
   c->params = p;
-  c->claimed.kept = read_groups(kept, "kept", "kept", "kept_per_head", nullptr);
+  Selection claimed;
+  claimed.kept = read_groups(kept, "kept", "kept", "kept_per_head", nullptr);
   PyVerdict v;
-  // The oracle's canonical selection (ties toward the lower index) is a spec output by definition, so a claim
-  // equal to it conforms without the admissibility procedure, whose 50-digit statistics cost milliseconds per
-  // call. Every other claim gets check_admissible, as in the CLI. Default: on for the kvpress flavour, whose
-  // canonical selection is computed in float32 (microseconds); off for the exact flavour, whose canonical
-  // selection costs as much as the check. python/tests assert check_admissible(canonical) conforms.
-  const bool fast = canonical_first.value_or(p.flavour == Flavour::Kvpress);
   {
     nb::gil_scoped_release unlocked;  // C++ data only from here: other Python threads may run
-    if (fast) {
-      c->canonical = oracle::select(c->file.view(), c->params);
-      if (c->canonical->kept == c->claimed.kept) v.verdict = Verdict::conforms();
-    }
-    if (!fast || !(c->canonical->kept == c->claimed.kept)) v.verdict = oracle::check_admissible(c->file.view(), c->params, c->claimed);
+    v.answer = api::check_answer(c->params, c->file, claimed, canonical_first, &c->canonical);
   }
+  v.verdict = {v.answer.verdict, v.answer.body.at("rule").get<std::string>(), v.answer.body.at("message").get<std::string>()};
   v.chunk = std::move(c);
   return v;
 }
 
-// budget_command.cpp.
 std::string budget_fn(long long tokens, const std::string& ratio, long long chunk_length) {
-  if (tokens < 1 || tokens > (1LL << 40)) throw InputError("--tokens", "tokens", "must be in [1, 2^40]");
-  if (chunk_length < 1) throw InputError("--chunk-length", "chunk_length", "must be >= 1");
-  CompressionRatio rho = parse_compression_ratio(ratio);
-  auto ck = audit::chunkkv_token_counts(tokens, rho.value, chunk_length);
-  Index eg = oracle::kvpress_token_budget(tokens, rho.value);
-  json chunkkv = {{"kept_chunks", ck.kept_chunks}, {"kept_tokens_without_partial_chunk", ck.without_partial},
-                  {"per_head_fallback", ck.per_head_fallback}};
-  if (ck.with_partial >= 0) chunkkv["kept_tokens_with_partial_chunk"] = ck.with_partial;
-  bool matched = ck.without_partial == eg || ck.with_partial == eg;
-  return json{{"tokens", tokens},
-              {"compression_ratio", rho.text},
-              {"chunk_length", chunk_length},
-              {"exact_budget", oracle::exact_token_budget(tokens, rho.text)},
-              {"kvpress_float_budget", eg},
-              {"eg_chunkkv_kept_tokens", eg},
-              {"chunkkv", chunkkv},
-              {"budget_matched", matched}}
+  return api::budget_answer(tokens, ratio, chunk_length).dump();
+}
+
+// The probabilities reach the solvers as stored (float64 unrounded).
+std::string partition_fn(const Array& probs, double budget, std::optional<long long> groups, const std::string& solver,
+                         double time_limit) {
+  const Imported arr = import_array(probs, "probs");
+  nb::gil_scoped_release unlocked;
+  return api::partition_answer(arr.shape, arr.values, arr.dtype, "probs", budget, groups, solver,
+                               api::partition_limits(api::kDefaultPartitionNodeLimit, time_limit))
       .dump();
 }
 
-// partition_command.cpp's run(); the probabilities reach the solvers as stored (float64 unrounded).
-std::string partition_fn(const Array& probs, double budget, std::optional<long long> groups, const std::string& solver,
-                         double time_limit) {
-  if (solver != "exact" && solver != "enumerate" && solver != "greedy")
-    throw InputError("--solver", "solver", "expected exact, enumerate or greedy, got '" + solver + "'");
-  const Imported arr = import_array(probs, "probs");
-  cli::check_partition_input(arr.shape, arr.values, "probs", budget, groups);
-  const std::optional<Index> m = groups ? std::optional<Index>(*groups) : std::nullopt;
-  json out;
-  if (solver == "greedy") {
-    out = cli::describe_greedy_partition(arr.values, budget, m);
-  } else {
-    oracle::PartitionAnswer a;
-    {
-      nb::gil_scoped_release unlocked;
-      a = cli::solve_partition(arr.values, budget, m, solver,
-                               cli::partition_limits(cli::kDefaultPartitionNodeLimit, time_limit));
-    }
-    out = cli::describe_partition_answer(a);
-  }
-  cli::describe_partition_input(out, arr.values.size(), arr.dtype, budget, m.has_value());
-  return out.dump();
-}
-
-struct PageKnobs {
-  long long group_size = 0, page_size = 16, sinks = 4;
-  std::string ratio, pooling = "entropy", page_score = "sum", source = "sink-isolated", sink_pages = "reserved",
-                     greedy = "skip-misfits";
-};
-
-// page_select_command.cpp's parameter parsing, in its order.
-paging::PageParams page_params(const PageKnobs& a) {
-  auto pick = [](const std::string& v, const std::string& flag, const std::string& x, const std::string& y) {
-    if (v != x && v != y) throw InputError(flag, flag.substr(2), "expected " + x + " or " + y + ", got '" + v + "'");
-    return v == x;
-  };
-  paging::PageParams p;
-  if (a.group_size < 1) throw InputError("--group-size", "group_size", "must be >= 1");
-  if (a.page_size < 1) throw InputError("--page-size", "page_size", "must be >= 1");
-  if (a.sinks < 0) throw InputError("--sinks", "sinks", "must be >= 0");
-  p.group_size = a.group_size;
-  p.page_size = a.page_size;
-  p.n_sink = a.sinks;
-  p.ratio = parse_compression_ratio(a.ratio);
-  p.pooling = pick(a.pooling, "--pooling", "entropy", "mean") ? paging::Pooling::Entropy : paging::Pooling::Mean;
-  p.page_score = pick(a.page_score, "--page-score", "sum", "max") ? paging::PageScore::Sum : paging::PageScore::Max;
-  p.source = pick(a.source, "--source", "sink-isolated", "raw") ? paging::PoolSource::SinkIsolated : paging::PoolSource::Raw;
-  p.sink_pages = pick(a.sink_pages, "--sink-pages", "reserved", "scored") ? paging::SinkPages::Reserved : paging::SinkPages::Scored;
-  p.greedy = pick(a.greedy, "--greedy", "skip-misfits", "stop-at-first-misfit") ? paging::GreedyRule::SkipMisfits
-                                                                                : paging::GreedyRule::StopAtFirstMisfit;
-  return p;
-}
-
-void require_divisible(const ScoreTensor& attn, Index group_size) {
-  if (attn.heads % group_size != 0)
-    throw InputError("--group-size", "group_size", "q_heads " + std::to_string(attn.heads) + " is not divisible by " + std::to_string(group_size));
-}
-
 // page_select_command.cpp: full -> its JSON text; else the kept pages per KV group.
-nb::object page_select_fn(const Array& attention, const PageKnobs& k, bool full) {
-  const paging::PageParams p = page_params(k);
+nb::object page_select_fn(const Array& attention, const paging::PageOptions& k, bool full) {
+  const PageParams p = paging::parse_page_options(k);
   Precision precision;
   const ScoreTensor attn = attention_tensor(attention, "attention", precision);
   warn_if_rounded(precision, "attention");
-  require_divisible(attn, p.group_size);
-  const paging::PageSelection s = paging::select_pages(attn, p);
+  api::require_whole_groups(attn, p.group_size);
   if (!full) {
+    const paging::PageSelection s = paging::select_pages(attn, p);
     nb::list l;
     for (Index g = 0; g < s.groups; ++g) l.append(positions_array(s.kept_pages(0, g)));
     return l;
   }
-  const audit::SelectorComparison c = audit::compare_selector_with_oracle(attn, p);
-  return nb::cast(cli::describe_page_selection(s, p, k.pooling, k.page_score, c, precision).dump());
+  return nb::cast(api::page_select_answer(attn, p, precision).body.dump());
 }
 
-PyVerdict check_pages_fn(const Array& attention, nb::handle kept_pages, const PageKnobs& k, nb::handle rel_tolerance) {
-  auto c = std::make_shared<PageCase>();
-  c->params = page_params(k);
-  c->attn = attention_tensor(attention, "attention", c->precision);
-  warn_if_rounded(c->precision, "attention");
-  require_divisible(c->attn, c->params.group_size);
+// check_pages_command.cpp: precision is "float32" (default), "float64", "exact" or a number.
+PyVerdict check_pages_fn(const Array& attention, nb::handle kept_pages, const paging::PageOptions& k, nb::handle precision) {
+  const PageParams p = paging::parse_page_options(k);
+  const paging::PrecisionModel model =
+      precision.is_none() ? paging::PrecisionModel{}
+      : PyUnicode_Check(precision.ptr()) ? paging::parse_precision(nb::cast<std::string>(precision), "precision")
+                                         : paging::parse_precision(nb::cast<std::string>(nb::str(precision)), "precision");
+  Precision input;
+  const ScoreTensor attn = attention_tensor(attention, "attention", input);
+  warn_if_rounded(input, "attention");
+  api::require_whole_groups(attn, p.group_size);
   bool nested = false;
-  std::vector<Positions> claimed = read_groups(kept_pages, "kept_pages", "kept_pages", "kept_pages", &nested);
-  const Index T = c->attn.tokens, G = c->params.group_size, P = c->params.page_size;
-  if (rel_tolerance.is_none() || (PyUnicode_Check(rel_tolerance.ptr()) && nb::cast<std::string>(rel_tolerance) == "float64")) {
-    c->rel_tolerance = paging::page_score_rel_tolerance(T, G, P);
-  } else if (PyUnicode_Check(rel_tolerance.ptr())) {
-    const std::string r = nb::cast<std::string>(rel_tolerance);
-    if (r == "float32") c->rel_tolerance = audit::page_score_rel_tolerance_float32(T, G, P);
-    else if (r == "exact") c->rel_tolerance = 0.0;
-    else throw InputError("rel_tolerance", "rel_tolerance", "expected float64, float32, exact or a number in [0, 1), got '" + r + "'");
-  } else {
-    const double r = nb::cast<double>(rel_tolerance);
-    if (!(r >= 0 && r < 1)) throw InputError("rel_tolerance", "rel_tolerance", "must be a number in [0, 1), got " + std::to_string(r));
-    c->rel_tolerance = r;
-  }
-  c->budget = oracle::paging::page_token_budget(T, c->params.ratio.text);
+  audit::PageClaim claim{read_groups(kept_pages, "kept_pages", "kept_pages", "kept_pages", &nested), std::nullopt};
   PyVerdict v;
-  v.verdict = audit::check_claimed_pages(c->attn, c->params, claimed, c->rel_tolerance);
-  v.page = std::move(c);
+  {
+    nb::gil_scoped_release unlocked;
+    v.answer = api::check_pages_answer(attn, p, claim, model, input);
+  }
+  v.verdict = {v.answer.verdict, v.answer.body.at("rule").get<std::string>(), v.answer.body.at("message").get<std::string>()};
   return v;
-}
-
-// union_overhead_command.cpp.
-json describe_union(const oracle::paging::UnionOverhead& u, const Verdict& v) {
-  namespace op = oracle::paging;
-  json j = {{"k", u.k}, {"union", u.union_size}, {"ratio", u.ratio.str()}, {"ratio_value", u.ratio.convert_to<double>()},
-            {"sum_sizes", u.s1}, {"sum_pairwise", u.s2}, {"sum_triple", u.s3},
-            {"bonferroni_lower", u.bonferroni_lower}, {"bonferroni_upper", u.bonferroni_upper},
-            {"verdict", to_string(v.kind)}, {"rule", v.rule}};
-  if (u.g == 2) j["two_head_identity"] = (op::Ratio(2) - op::Ratio(u.min_pairwise_intersection, u.k)).str();
-  return j;
 }
 
 std::string union_overhead_fn(const Array& attention, long long group_size, const std::string& ratio, long long page_size,
                               const std::string& page_score) {
-  namespace op = oracle::paging;
-  if (group_size < 1) throw InputError("--group-size", "group_size", "must be >= 1");
-  if (page_size < 1) throw InputError("--page-size", "page_size", "must be >= 1");
-  if (page_score != "sum" && page_score != "max") throw InputError("--page-score", "page_score", "expected sum or max");
-  const CompressionRatio rho = parse_compression_ratio(ratio);
+  if (group_size < 1) throw InputError("--group-size", "group_size", "must be >= 1, got " + std::to_string(group_size));
   Precision precision;
   const ScoreTensor attn = attention_tensor(attention, "attention", precision);
   warn_if_rounded(precision, "attention");
-  require_divisible(attn, group_size);
-  const Index k = op::page_token_budget(attn.tokens, rho.text);
-  const auto kind = page_score == "sum" ? op::PageScore::Sum : op::PageScore::Max;
-  json groups = json::array();
-  op::Ratio max_tok = 0, max_page = 0;
-  for (Index g = 0; g < attn.heads / group_size; ++g) {
-    std::vector<std::span<const float>> rows;
-    for (Index h = g * group_size; h < (g + 1) * group_size; ++h) rows.push_back(attn.row(0, h));
-    const op::UnionOverhead tu = op::token_union_overhead(rows, k);
-    const op::UnionOverhead pu = op::page_union_overhead(rows, k, page_size, kind);
-    const Verdict vt = op::check_union_identities(tu), vp = op::check_union_identities(pu);
-    max_tok = std::max(max_tok, tu.ratio);
-    max_page = std::max(max_page, pu.ratio);
-    groups.push_back({{"group", g}, {"token", describe_union(tu, vt)}, {"page", describe_union(pu, vp)}});
-  }
-  json out = {{"tokens", attn.tokens},
-              {"group_size", group_size},
-              {"compression_ratio", rho.text},
-              {"k", k},
-              {"page_size", page_size},
-              {"page_k", op::page_level_k(k, page_size)},
-              {"groups", groups},
-              {"max_token_ratio", max_tok.str()},
-              {"max_page_ratio", max_page.str()},
-              {"pooled_ratio", "1"}};
-  add_precision(out, precision);
-  return out.dump();
+  return api::union_overhead_answer(attn, {group_size, page_size, ratio, page_score}, precision).body.dump();
 }
 
 // A DLPack capsule viewing uint16 bfloat16 bit patterns as bfloat16 (kvaudit.testing.bfloat16: numpy has no
@@ -690,8 +517,8 @@ NB_MODULE(_kvaudit, m) {
       .def_prop_ro("admissible_answer", &PyVerdict::admissible_answer,
                    "the oracle's canonical selection (ties toward the lower index) on the same input")
       .def_prop_ro("replay", &PyVerdict::replay,
-                   "the request line `kvaudit conform --replay` accepts (chunk checks; None for page checks)")
-      .def_prop_ro("details", &PyVerdict::details, "the CLI's JSON object for the same check (`kvaudit check`)")
+                   "the request line `kvaudit conform --replay` accepts")
+      .def_prop_ro("details", &PyVerdict::details, "the CLI's JSON object for the same check (`kvaudit check` / `kvaudit check-pages`)")
       .def("__bool__", &PyVerdict::passed)
       .def("__repr__", [](const PyVerdict& v) {
         std::string s = "Verdict(status='" + v.status() + "'";
@@ -719,12 +546,12 @@ NB_MODULE(_kvaudit, m) {
       "check_pages",
       [](const Array& attention, nb::handle kept_pages, long long group_size, long long page_size, const std::string& ratio,
          long long sinks, const std::string& pooling, const std::string& page_score, const std::string& source,
-         const std::string& sink_pages, const std::string& greedy, nb::handle rel_tolerance) {
+         const std::string& sink_pages, const std::string& greedy, nb::handle precision) {
         return check_pages_fn(attention, kept_pages, {group_size, page_size, sinks, ratio, pooling, page_score, source, sink_pages, greedy},
-                              rel_tolerance);
+                              precision);
       },
       "attention"_a, "kept_pages"_a, "group_size"_a, "page_size"_a, "compression_ratio"_a, "sinks"_a, "pooling"_a,
-      "page_score"_a, "source"_a, "sink_pages"_a, "greedy"_a, "rel_tolerance"_a.none());
+      "page_score"_a, "source"_a, "sink_pages"_a, "greedy"_a, "precision"_a.none());
   m.def("union_overhead_json", &union_overhead_fn, "attention"_a, "group_size"_a, "compression_ratio"_a, "page_size"_a, "page_score"_a);
   m.def("bfloat16_capsule", &bfloat16_capsule, "bits"_a);
 }

@@ -119,14 +119,14 @@ def test_check_pages_catches_wrong_selections(dumps):
     wrong[1] = sorted(wrong[1][:-1] + [missing[len(missing) // 2]])  # swap one kept page for a dropped one
     v = kvaudit.check_pages(attn, wrong, 3, 16, "0.8")
     assert v.status == "violates" and v.message.startswith("group 1: ") and not v
-    assert v.replay is None
+    assert v.replay.startswith('{"id": 0, "method": "page-entrokv"')
     over = [list(p) for p in pages]
     over[0] = sorted(set(over[0]) | set(missing[:3]))
     assert kvaudit.check_pages(attn, over, 3, 16, "0.8").rule == "budget"
     short = kvaudit.check_pages(attn, pages[:2], 3, 16, "0.8")
     assert short.rule == "shape" and "3 KV group" in short.message
-    assert kvaudit.check_pages(attn, pages, 3, 16, "0.8", rel_tolerance="exact")
-    assert kvaudit.check_pages(attn, pages, 3, 16, "0.8", rel_tolerance="float32")
+    assert kvaudit.check_pages(attn, pages, 3, 16, "0.8", precision="exact")
+    assert kvaudit.check_pages(attn, pages, 3, 16, "0.8", precision="float32")
 
 
 def test_check_pages_ties_are_admissible_either_way():

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "core/compression_ratio.h"
+#include "core/paging/page_score_bound.h"
 #include "core/gpu/gpu_select.h"
 #include "oracle/chunk_selection.h"
 #include "oracle/page_entrokv.h"
@@ -125,21 +126,6 @@ inline void check_chunk_case(SelectFn select, const ChunkCase& c, bool require_c
 }
 
 // ---- Page-EntroKV ---------------------------------------------------------------------------------------
-inline oracle::paging::PageParams to_oracle(const PageParams& p) {
-  namespace op = oracle::paging;
-  op::PageParams o;
-  o.group_size = p.group_size;
-  o.page_size = p.page_size;
-  o.ratio_text = p.ratio_text;
-  o.n_sink = p.n_sink;
-  o.pooling = p.pooling == PagePooling::Entropy ? op::Pooling::Entropy : op::Pooling::Mean;
-  o.source = p.source == PoolSource::SinkIsolated ? op::PoolSource::SinkIsolated : op::PoolSource::Raw;
-  o.page_score = p.page_score == PageScore::Sum ? op::PageScore::Sum : op::PageScore::Max;
-  o.sink_pages = p.sink_pages == SinkPages::Reserved ? op::SinkPages::Reserved : op::SinkPages::Scored;
-  o.greedy = p.greedy == GreedyRule::SkipMisfits ? op::GreedyRule::SkipMisfits : op::GreedyRule::StopAtFirstMisfit;
-  return o;
-}
-
 struct PageCase {
   Index segments = 1, tokens = 1;
   std::vector<float> values;  // segments * group_size * tokens, non-negative
@@ -175,7 +161,7 @@ inline void check_page_case(PageSelectFn page_select, const PageCase& c) {
   const BatchedScores in{c.segments, G, c.tokens, std::span<const float>(c.values)};
   const std::vector<PageSelection> got = page_select(in, c.params);
   RC_ASSERT(static_cast<Index>(got.size()) == c.segments);
-  const op::PageParams o = to_oracle(c.params);
+  const PageParams& o = c.params;
   const Index budget = op::page_token_budget(c.tokens, o.ratio_text);
   const std::vector<op::Page> pages = op::page_layout(c.tokens, o.page_size);
   op::PageLedger ledger{c.segments, 1, static_cast<Index>(pages.size()),
@@ -194,7 +180,8 @@ inline void check_page_case(PageSelectFn page_select, const PageCase& c) {
       continue;
     }
     RC_TAG("admissible, not canonical");
-    const op::Exact tol(page_score_rel_tol(c.tokens, c.params));  // a double is an exact binary fraction
+    // The algorithm computes in double: ties within the float64 page-score bound may go either way.
+    const op::Exact tol(paging::page_score_rel_bound(paging::ScorePrecision::Float64, c.tokens, c.params.group_size, c.params.page_size));
     const Verdict v = op::check_pages_admissible(want.page_scores, pages, want.reserved, budget, o.greedy,
                                                  got[s].pages, tol);
     if (!v.passed()) RC_FAIL("segment " + std::to_string(s) + ": " + v.rule + ": " + v.message);

@@ -3,7 +3,7 @@
 
 Usage: selector_impl.py [--flavour kvpress|exact] [--mutant NAME]
 With no mutant this is a plain transcription of kvpress 0.5.5 (kvpress flavour) or of the seeds (exact
-flavour); each mutant changes one rule of SPEC.md sections 1-3. MUTANTS below lists them with the rule they
+flavour); each mutant changes one rule of docs/specification.md sections 1-3. MUTANTS below lists them with the rule they
 break; RIGHT lists implementations that differ from the canonical one in legal ways and must pass.
 Float32 arithmetic is emulated by rounding every operation to float32 (torch does the same ops in float32).
 """
@@ -148,7 +148,7 @@ class Impl:
         norm = math.log(c if self.has("entropy_partial_norm") else n)
         return min(1.0, max(0.0, self.r(h / norm)))
 
-    # ---- EG-ChunkKV (SPEC section 3) ----
+    # ---- EG-ChunkKV (docs/specification.md section 3) ----
     def eg_chunkkv(self, scores, rho_text, c, r, tau):
         T = len(scores[0])
         if float(rho_text) == 0 and self.flavour == "kvpress":
@@ -198,7 +198,7 @@ class Impl:
                 keep.update(self.topk(x, left, budget))
         return sorted(keep)
 
-    # ---- ChunkKV (SPEC section 2) ----
+    # ---- ChunkKV (docs/specification.md section 2) ----
     def chunkkv(self, scores, rho_text, c):
         T = len(scores[0])
         if float(rho_text) == 0:

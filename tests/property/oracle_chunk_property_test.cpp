@@ -150,7 +150,7 @@ RC_GTEST_PROP(OracleChunkProperty, ChunkKvCanonicalIsAdmissibleWithAChunkBudget,
   assert_conforms(check_admissible(s.view, c.params, sel, {f == Flavour::Exact ? Rounding::ExactOnly : Rounding::Float32Evaluation}));
 }
 
-// ---- The flavours agree where SPEC says they do: non-negative scores, r < c, median tau -----------------------
+// ---- The flavours agree where docs/specification.md says they do: non-negative scores, r < c, median tau -----------------------
 RC_GTEST_PROP(OracleChunkProperty, FlavoursAgreeOnNonNegativeScoresUpToTheBudgetRule, ()) {
   Method m = *rc::gen::element(Method::EgChunkKV, Method::ChunkKV);
   CaseOptions o = options(m, Flavour::Kvpress);

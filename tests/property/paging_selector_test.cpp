@@ -36,7 +36,7 @@ pg::PageParams gen_params(Index G, Index tokens) {
   pg::PageParams p;
   p.group_size = G;
   p.page_size = *rc::gen::inRange<Index>(1, tokens + 2);
-  p.ratio = kvaudit::parse_compression_ratio(*rc::gen::element<std::string>("0", "0.3", "0.5", "0.75", "0.8", "0.9", "0.95", "0.98"));
+  p.ratio_text = kvaudit::parse_compression_ratio(*rc::gen::element<std::string>("0", "0.3", "0.5", "0.75", "0.8", "0.9", "0.95", "0.98")).text;
   p.n_sink = *rc::gen::inRange<Index>(0, 6);
   p.pooling = *rc::gen::element(pg::Pooling::Entropy, pg::Pooling::Mean);
   p.source = *rc::gen::element(pg::PoolSource::SinkIsolated, pg::PoolSource::Raw);
@@ -66,7 +66,7 @@ RC_GTEST_PROP(PagingSelector, BudgetAndAccountingHoldForEveryPageSize, ()) {
   const Index G = *rc::gen::inRange<Index>(1, 4), T = *rc::gen::inRange<Index>(1, 40);
   const ScoreTensor attn = gen_attention(2, 2 * G, T);
   pg::PageParams p = gen_params(G, T);
-  const Index budget = op::page_token_budget(T, p.ratio.text);
+  const Index budget = op::page_token_budget(T, p.ratio_text);
   for (Index P = 1; P <= T; ++P) {
     p.page_size = P;
     const pg::PageSelection s = pg::select_pages(attn, p);

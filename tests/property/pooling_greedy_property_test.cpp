@@ -1,4 +1,4 @@
-// Properties of the greedy merge heuristic against the certified exact oracle (SPEC section 4): greedy never
+// Properties of the greedy merge heuristic against the certified exact oracle (docs/specification.md section 4): greedy never
 // beats the optimum, its feasibility claim is true in extended precision, it returns the documented number of
 // groups, and how often it fails when a feasible partition exists is classified (a finding, not a pass rule).
 #include <gtest/gtest.h>

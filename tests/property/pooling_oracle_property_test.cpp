@@ -1,4 +1,4 @@
-// Properties of the partition oracles (SPEC section 4): the certified exact solver agrees with exhaustive
+// Properties of the partition oracles (docs/specification.md section 4): the certified exact solver agrees with exhaustive
 // enumeration (value, feasibility and canonical cuts), is invariant under reversing p, and the merge-delta
 // bookkeeping identity holds in extended precision.
 #include <gtest/gtest.h>

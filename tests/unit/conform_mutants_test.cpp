@@ -1,5 +1,5 @@
 // Mutation testing of `kvaudit conform`: deliberately wrong ChunkKV / EG-ChunkKV implementations
-// (tests/mutants/selector_impl.py, one rule of SPEC.md broken each) must be killed with a shrunk, replayable
+// (tests/mutants/selector_impl.py, one rule of docs/specification.md broken each) must be killed with a shrunk, replayable
 // counterexample; implementations right in unusual ways must pass. Reports the mutation score.
 #include <cstdio>
 #include <fstream>

@@ -1,4 +1,4 @@
-// Budgets (SPEC section 1): the exact rational rule, kvpress's float rule, where they part, ChunkKV's chunk budget.
+// Budgets (docs/specification.md section 1): the exact rational rule, kvpress's float rule, where they part, ChunkKV's chunk budget.
 #include <gtest/gtest.h>
 
 #include <stdexcept>

@@ -1,4 +1,4 @@
-// Hand-checked cases for the partition oracles, greedy and K/V pooling (SPEC section 4): dyadic inputs whose
+// Hand-checked cases for the partition oracles, greedy and K/V pooling (docs/specification.md section 4): dyadic inputs whose
 // entropies are exact, budgets exactly at an attainable entropy, refusals, and rejected (mutant) answers.
 #include <gtest/gtest.h>
 

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""A complete exact entropy-budgeted contiguous partition (SPEC section 4) serving `kvaudit conform --method
+"""A complete exact entropy-budgeted contiguous partition (docs/specification.md section 4) serving `kvaudit conform --method
 partition --claim exact`, stdlib only: exhaustive enumeration (run it with --max-size 12 or so) with exact
 masses (Fraction) and 80-digit entropies (Decimal); differences below 1e-60 bits count as ties."""
 import itertools, json, sys

@@ -1,4 +1,4 @@
-// `kvaudit partition`'s input checks and JSON answer, shared by the CLI and the Python front end.
+// `kvaudit partition` / kvaudit.partition: the input checks and the JSON answer, in one place for every front end.
 #pragma once
 
 #include <algorithm>
@@ -20,7 +20,7 @@
 #include "oracle/partition_enumerate.h"
 #include "oracle/partition_exact.h"
 
-namespace kvaudit::cli {
+namespace kvaudit::api {
 
 // The values are solved exactly as stored (f2, f4 or f8: read_npy never rounds). A vector meant to sum to 1
 // but stored in float32 sums to 1 only within n 2^-24; we accept |sum - 1| <= 1e-4 (n up to ~1600 at that
@@ -100,4 +100,20 @@ inline void describe_partition_input(nlohmann::json& out, std::size_t n, const s
   out["form"] = fixed_m ? "fixed-m" : "free";
 }
 
-}  // namespace kvaudit::cli
+// The whole question: input checks, then the solver (greedy, enumerate or the certified exact one), then the
+// answer with its input fields. `source` names the input in error messages (a file, or Python's argument name).
+inline nlohmann::json partition_answer(const std::vector<std::int64_t>& shape, const std::vector<double>& p,
+                                       const std::string& dtype, const std::string& source, double budget,
+                                       std::optional<long long> groups, const std::string& solver,
+                                       const oracle::ExactLimits& limits) {
+  if (solver != "exact" && solver != "enumerate" && solver != "greedy")
+    throw InputError("--solver", "solver", "expected exact, enumerate or greedy, got '" + solver + "'");
+  check_partition_input(shape, p, source, budget, groups);
+  const std::optional<Index> m = groups ? std::optional<Index>(*groups) : std::nullopt;
+  nlohmann::json out = solver == "greedy" ? describe_greedy_partition(p, budget, m)
+                                          : describe_partition_answer(solve_partition(p, budget, m, solver, limits));
+  describe_partition_input(out, p.size(), dtype, budget, m.has_value());
+  return out;
+}
+
+}  // namespace kvaudit::api

@@ -1,0 +1,279 @@
+// The one page checker (see page_check.h): shape, ledger, exact admissibility per group, then the mistake that
+// explains a walk the specification cannot produce.
+#include "audit/page_check.h"
+
+#include <algorithm>
+#include <set>
+#include <stdexcept>
+#include <string>
+
+#include "core/paging/page_selector.h"
+#include "oracle/page_entrokv.h"
+
+namespace kvaudit::audit {
+
+namespace op = oracle::paging;
+
+namespace {
+
+std::vector<std::span<const float>> group_rows(const ScoreTensor& attn, Index layer, Index g, Index G) {
+  std::vector<std::span<const float>> rows;
+  for (Index h = g * G; h < (g + 1) * G; ++h) rows.push_back(attn.row(layer, h));
+  return rows;
+}
+
+op::PageLedger ledger_of(const paging::PageSelection& s) { return {s.layers, s.groups, s.pages, s.ledger}; }
+
+std::string list_text(const std::vector<Index>& v) {
+  std::string s = "[";
+  for (std::size_t i = 0; i < v.size(); ++i) s += (i ? ", " : "") + std::to_string(v[i]);
+  return s + "]";
+}
+
+void require_valid(const ScoreTensor& attn, Index layer, const PageParams& p) {
+  if (attn.tokens < 1 || attn.heads < 1) throw std::invalid_argument("attention must have at least one head and one token");
+  if (layer < 0 || layer >= attn.layers) throw std::invalid_argument("layer " + std::to_string(layer) + " out of range");
+  if (p.group_size < 1 || attn.heads % p.group_size != 0)
+    throw std::invalid_argument("q_heads " + std::to_string(attn.heads) + " is not a multiple of group_size " +
+                                std::to_string(p.group_size));
+  if (p.page_size < 1) throw std::invalid_argument("page_size must be >= 1");
+  if (p.n_sink < 0) throw std::invalid_argument("sinks must be >= 0");
+}
+
+// What a walk sees: page scores, reserved pages, budget and greedy rule.
+struct WalkInput {
+  std::vector<op::Exact> scores;
+  std::vector<bool> reserved;
+  Index budget = 0;
+  GreedyRule greedy = GreedyRule::SkipMisfits;
+};
+
+WalkInput walk_input(const std::vector<std::span<const float>>& rows, const PageParams& p) {
+  op::GroupResult r = op::page_entrokv_group(rows, p);
+  return {std::move(r.page_scores), std::move(r.reserved), op::page_token_budget(static_cast<Index>(rows[0].size()), p.ratio_text),
+          p.greedy};
+}
+
+// The sources d_h that would be pooled under p (p~_h, 0 where it does not exist, or the raw rows).
+std::vector<std::vector<op::Exact>> pooled_sources(const std::vector<std::span<const float>>& rows, const PageParams& p) {
+  std::vector<std::vector<op::Exact>> out;
+  for (const auto& row : rows) {
+    if (p.source == PoolSource::Raw) {
+      out.push_back(op::exact_row(row));
+    } else {
+      auto iso = op::sink_isolate(row, p.n_sink);
+      out.push_back(iso ? std::move(*iso) : std::vector<op::Exact>(row.size(), op::Exact(0)));
+    }
+  }
+  return out;
+}
+
+// Two mistakes no PageParams knob expresses, built from the oracle's definitions.
+// Entropy weights computed on the raw rows (sinks not isolated before H2).
+WalkInput walk_with_raw_weights(const std::vector<std::span<const float>>& rows, const PageParams& p) {
+  WalkInput w = walk_input(rows, p);
+  std::vector<std::optional<std::vector<op::Exact>>> raw;
+  for (const auto& row : rows) raw.push_back(op::exact_row(row));
+  const std::vector<op::Exact> weights = op::group_weights(raw, PagePooling::Entropy);
+  const auto pages = op::page_layout(static_cast<Index>(rows[0].size()), p.page_size);
+  w.scores = op::page_scores(op::pooled_scores(pooled_sources(rows, p), weights), pages, p.page_score);
+  return w;
+}
+
+// The max over the group's heads instead of a weighted pool: s(t) = max_h d_h(t).
+WalkInput walk_with_max_over_heads(const std::vector<std::span<const float>>& rows, const PageParams& p) {
+  WalkInput w = walk_input(rows, p);
+  const auto sources = pooled_sources(rows, p);
+  std::vector<op::Exact> s = sources[0];
+  for (std::size_t h = 1; h < sources.size(); ++h)
+    for (std::size_t t = 0; t < s.size(); ++t) s[t] = std::max(s[t], sources[h][t]);
+  w.scores = op::page_scores(s, op::page_layout(static_cast<Index>(rows[0].size()), p.page_size), p.page_score);
+  return w;
+}
+
+Verdict admissible(const WalkInput& w, const std::vector<op::Page>& pages, const std::vector<Index>& claimed, double tol) {
+  return op::check_pages_admissible(w.scores, pages, w.reserved, w.budget, w.greedy, claimed, op::Exact(tol));
+}
+
+// A walk the specification cannot produce, named after the mistake whose pages it is (if any).
+Verdict name_mistake(const std::vector<std::span<const float>>& rows, const PageParams& p, const std::vector<op::Page>& pages,
+                     const std::vector<Index>& claimed, double tol, Verdict v) {
+  const Index T = static_cast<Index>(rows[0].size());
+  const Index budget = op::page_token_budget(T, p.ratio_text);
+  std::string rule, explained;
+  auto found = [&](const char* r, const std::string& what) {
+    if (rule.empty()) rule = r;
+    explained += (explained.empty() ? "" : ", or ") + what;
+  };
+  auto with = [&](auto change) {
+    PageParams q = p;
+    change(q);
+    return q;
+  };
+  // kvpress-style float budget int(T (1 - rho)) in double, where the exact decimal budget is required.
+  WalkInput f = walk_input(rows, p);
+  f.budget = std::max<Index>(1, static_cast<Index>(static_cast<double>(T) * (1.0 - std::stod(p.ratio_text))));
+  if (f.budget != budget && admissible(f, pages, claimed, tol).passed())
+    found("budget", "the float budget int(T (1 - rho)) = " + std::to_string(f.budget) + " (exact budget " + std::to_string(budget) + ")");
+  const bool entropy = p.pooling == PagePooling::Entropy;
+  if (admissible(walk_input(rows, with([&](PageParams& q) { q.pooling = entropy ? PagePooling::Mean : PagePooling::Entropy; })),
+                 pages, claimed, tol).passed())
+    found("weights", entropy ? "mean pooling (w = 1/G)" : "entropy pooling");
+  if (rows.size() > 1 && admissible(walk_with_max_over_heads(rows, p), pages, claimed, tol).passed())
+    found("pooling-max", "the max over the group's heads instead of a weighted pool");
+  if (entropy && admissible(walk_with_raw_weights(rows, p), pages, claimed, tol).passed())
+    found("sink-isolation", "entropy weights computed on the raw rows (sinks not isolated)");
+  const bool isolated = p.source == PoolSource::SinkIsolated;
+  if (admissible(walk_input(rows, with([&](PageParams& q) { q.source = isolated ? PoolSource::Raw : PoolSource::SinkIsolated; })),
+                 pages, claimed, tol).passed())
+    found("sink-isolation", isolated ? "pooling the raw rows" : "pooling the sink-isolated rows");
+  const bool sum = p.page_score == PageScore::Sum;
+  if (admissible(walk_input(rows, with([&](PageParams& q) { q.page_score = sum ? PageScore::Max : PageScore::Sum; })),
+                 pages, claimed, tol).passed())
+    found("page-score", sum ? "max page scores" : "sum page scores");
+  const bool skip = p.greedy == GreedyRule::SkipMisfits;
+  if (admissible(walk_input(rows, with([&](PageParams& q) { q.greedy = skip ? GreedyRule::StopAtFirstMisfit : GreedyRule::SkipMisfits; })),
+                 pages, claimed, tol).passed())
+    found("walk", skip ? "stopping at the first misfit" : "skipping misfits");
+  if (rule.empty() && skip) {
+    // Skipping misfits, the walk ends only when no page left out still fits: one that does is an under-fill.
+    Index retained = 0;
+    std::set<Index> kept(claimed.begin(), claimed.end());
+    for (Index k : claimed) retained += pages[k].size();
+    for (Index k = 0; k < static_cast<Index>(pages.size()); ++k)
+      if (!kept.count(k) && retained + pages[k].size() <= budget)
+        return Verdict::violates("under-fill", v.message + "; page " + std::to_string(k) + " (" + std::to_string(pages[k].size()) +
+                                                   " tokens) still fits: " + std::to_string(retained) + " retained of budget " +
+                                                   std::to_string(budget));
+  }
+  if (rule.empty()) return v;
+  return Verdict::violates(rule, v.message + "; the pages are what " + explained + " keeps");
+}
+
+}  // namespace
+
+Verdict check_group_pages(const std::vector<std::span<const float>>& rows, const PageParams& params,
+                          const std::vector<Index>& claimed, double rel_tolerance, bool* canonical) {
+  const op::GroupResult ref = op::page_entrokv_group(rows, params);
+  if (canonical) *canonical = claimed == ref.kept_pages;
+  if (claimed == ref.kept_pages) return Verdict::conforms();
+  const Index T = static_cast<Index>(rows[0].size());
+  return op::check_pages_admissible(ref.page_scores, op::page_layout(T, params.page_size), ref.reserved,
+                                    op::page_token_budget(T, params.ratio_text), params.greedy, claimed, op::Exact(rel_tolerance));
+}
+
+PageCheck check_page_claim(const ScoreTensor& attn, Index layer, const PageParams& p, const PageClaim& claim,
+                           const paging::PrecisionModel& precision) {
+  require_valid(attn, layer, p);
+  PageCheck out;
+  out.budget = op::page_token_budget(attn.tokens, p.ratio_text);  // throws std::invalid_argument for a bad ratio
+  out.rel_tolerance = paging::rel_tolerance(precision, attn.tokens, p.group_size, p.page_size);
+  const std::vector<op::Page> pages = op::page_layout(attn.tokens, p.page_size);
+  const Index groups = attn.heads / p.group_size, n = static_cast<Index>(pages.size());
+  // Stage 1: shape, range, order.
+  if (static_cast<Index>(claim.kept_pages.size()) != groups) {
+    out.verdict = Verdict::violates("shape", "expected one kept_pages list per KV group (" + std::to_string(groups) + " = " +
+                                                 std::to_string(attn.heads) + " heads / G " + std::to_string(p.group_size) + "), got " +
+                                                 std::to_string(claim.kept_pages.size()));
+    return out;
+  }
+  for (Index g = 0; g < groups; ++g) {
+    const auto& k = claim.kept_pages[g];
+    for (std::size_t i = 0; i < k.size(); ++i) {
+      if (k[i] < 0 || k[i] >= n) {
+        out.verdict = Verdict::violates("range", "group " + std::to_string(g) + ": page " + std::to_string(k[i]) + " outside [0, " +
+                                                     std::to_string(n) + ")");
+        return out;
+      }
+      if (i > 0 && k[i] <= k[i - 1]) {
+        out.verdict = Verdict::violates("order", "group " + std::to_string(g) + ": kept pages " + list_text(k) + " are not strictly increasing");
+        return out;
+      }
+    }
+  }
+  // Stage 2: the ledger, when the claim also states its token sets.
+  if (claim.kept_tokens) {
+    if (static_cast<Index>(claim.kept_tokens->size()) != groups) {
+      out.verdict = Verdict::violates("token-set", "expected one kept_tokens list per KV group, got " + std::to_string(claim.kept_tokens->size()));
+      return out;
+    }
+    op::PageLedger ledger{1, groups, n, std::vector<std::uint8_t>(static_cast<std::size_t>(groups * n), 0)};
+    for (Index g = 0; g < groups; ++g)
+      for (Index k : claim.kept_pages[g]) ledger.kept[static_cast<std::size_t>(g * n + k)] = 1;
+    std::vector<Positions> sets = *claim.kept_tokens;
+    for (auto& s : sets) std::sort(s.begin(), s.end());  // the order of a token set is not a rule; duplicates are
+    Verdict v = op::check_page_accounting(ledger, sets, attn.tokens, p.page_size, out.budget);
+    if (!v.passed()) {
+      out.verdict = v;
+      return out;
+    }
+  }
+  // Stage 3: per group, the oracle's admissibility, and the mistake that explains a walk it cannot produce.
+  for (Index g = 0; g < groups; ++g) {
+    const auto rows = group_rows(attn, layer, g, p.group_size);
+    Verdict v = check_group_pages(rows, p, claim.kept_pages[g], out.rel_tolerance);
+    if (v.passed()) continue;
+    v.message = "group " + std::to_string(g) + ": " + v.message + " (kept " + list_text(claim.kept_pages[g]) + ")";
+    if (v.rule == "tie-order" || v.rule == "reserved") v = name_mistake(rows, p, pages, claim.kept_pages[g], out.rel_tolerance, v);
+    out.verdict = v;
+    return out;
+  }
+  out.verdict = Verdict::conforms();
+  return out;
+}
+
+std::vector<std::vector<Index>> canonical_page_selection(const ScoreTensor& attn, Index layer, const PageParams& p) {
+  require_valid(attn, layer, p);
+  std::vector<std::vector<Index>> out;
+  for (Index g = 0; g < attn.heads / p.group_size; ++g)
+    out.push_back(op::page_entrokv_group(group_rows(attn, layer, g, p.group_size), p).kept_pages);
+  return out;
+}
+
+SelectorComparison compare_selector_with_oracle(const ScoreTensor& attn, const paging::PageParams& params, Index max_layers) {
+  SelectorComparison out;
+  const paging::PageSelection fast = paging::select_pages(attn, params);
+  const Index budget = op::page_token_budget(attn.tokens, params.ratio_text);
+  if (budget != fast.budget) {
+    out.verdict = Verdict::violates("budget", "optimized budget " + std::to_string(fast.budget) + " != exact " + std::to_string(budget));
+    return out;
+  }
+  const std::vector<op::Page> pages = op::page_layout(attn.tokens, params.page_size);
+  // The optimized selector computes in double: ties within the float64 bound may go either way.
+  const double tol = paging::page_score_rel_bound(paging::ScorePrecision::Float64, attn.tokens, params.group_size, params.page_size);
+  const Index layers = max_layers < 0 ? attn.layers : std::min(max_layers, attn.layers);
+  for (Index l = 0; l < layers; ++l) {
+    for (Index g = 0; g < fast.groups; ++g) {
+      const std::string where = "layer " + std::to_string(l) + " group " + std::to_string(g);
+      const std::vector<Index> claimed = fast.kept_pages(l, g);
+      Index from_ledger = 0;
+      for (Index p : claimed) from_ledger += pages[p].size();
+      if (from_ledger != fast.retained[static_cast<std::size_t>(l * fast.groups + g)]) {
+        out.verdict = Verdict::violates("retained", where + ": retained counter disagrees with the ledger");
+        out.layer = l;
+        return out;
+      }
+      ++out.groups;
+      bool canonical = false;
+      const Verdict v = check_group_pages(group_rows(attn, l, g, params.group_size), params, claimed, tol, &canonical);
+      if (canonical) {
+        ++out.canonical;
+        continue;
+      }
+      if (!v.passed()) {
+        out.verdict = Verdict::violates(v.rule, where + ": " + v.message);
+        out.layer = l;
+        return out;
+      }
+      ++out.tie_admissible;
+    }
+  }
+  std::vector<Positions> sets;
+  for (Index l = 0; l < fast.layers; ++l)
+    for (Index g = 0; g < fast.groups; ++g) sets.push_back(fast.kept_tokens(l, g));
+  Verdict acc = op::check_page_accounting(ledger_of(fast), sets, attn.tokens, params.page_size, budget);
+  out.verdict = acc.passed() ? Verdict::conforms() : acc;
+  return out;
+}
+
+}  // namespace kvaudit::audit

@@ -1,0 +1,65 @@
+// The one judge of a claimed Page-EntroKV selection (kept pages per KV group of one layer): `kvaudit
+// check-pages`, kvaudit.check_pages, `kvaudit conform --method page-entrokv`, the audit's selector-vs-oracle
+// comparison and the fuzzers all call it. Page scores come from the exact oracle (oracle/page_entrokv.h); the
+// only tolerance is the precision model's bound (core/paging/page_score_bound.h).
+#pragma once
+
+#include <optional>
+#include <span>
+#include <vector>
+
+#include "core/paging/page_score_bound.h"
+#include "core/types.h"
+#include "core/verdict.h"
+#include "core/paging/page_selector.h"
+
+namespace kvaudit::audit {
+
+struct PageClaim {
+  std::vector<std::vector<Index>> kept_pages;               // one list per KV group, as claimed
+  std::optional<std::vector<Positions>> kept_tokens;        // per KV group, when the claim states its token sets
+};
+
+struct PageCheck {
+  Verdict verdict;
+  Index budget = 0;            // the exact token budget max(1, floor((1 - rho) T))
+  double rel_tolerance = 0.0;  // the precision model's tolerance on this (T, G, P)
+};
+
+// attn (layers, q_heads, T), rows non-negative; `layer` is the one judged. Stages, the first failure reported:
+// "shape" (one list per group), "range", "order" (strictly increasing); with kept_tokens the ledger rules
+// ("token-set", "pages-agree", "tokens-agree", "whole-pages", "budget"); then per group the oracle's
+// admissibility ("budget", "reserved", "tie-order": pages whose exact scores a, b satisfy
+// |a - b| <= tol (a + b) may be walked in either order). A walk that is not admissible is named after the
+// known mistake whose pages it is, when one is: "budget" (kvpress's float budget), "weights" (the other
+// pooling), "pooling-max" (max over the group's heads), "sink-isolation" (entropy weights or pooling on the raw
+// rows), "page-score" (the other page score), "walk" (the other greedy rule), "under-fill" (a page that still
+// fits was left out); the message lists every mistake that fits. Throws std::invalid_argument when G does not
+// divide q_heads, P < 1, sinks < 0 or the ratio is not a plain decimal in [0, 1).
+PageCheck check_page_claim(const ScoreTensor& attn, Index layer, const PageParams& params, const PageClaim& claim,
+                           const paging::PrecisionModel& precision);
+
+// The oracle's canonical kept pages (score desc, page index asc) per KV group of `layer`.
+std::vector<std::vector<Index>> canonical_page_selection(const ScoreTensor& attn, Index layer, const PageParams& params);
+
+// One (layer, group) without naming: the oracle's canonical pages, or admissible within rel_tolerance. What
+// check_page_claim does per group, and compare_selector_with_oracle per (layer, group). `canonical` (optional)
+// receives whether the claim is the oracle's canonical selection itself.
+Verdict check_group_pages(const std::vector<std::span<const float>>& rows, const PageParams& params,
+                          const std::vector<Index>& claimed, double rel_tolerance, bool* canonical = nullptr);
+
+// core/paging vs oracle/page_entrokv on every (layer, group) of `attn` with layer < max_layers (all when
+// max_layers < 0): budgets agree, the retained counts agree with the ledger, every selection is the
+// oracle's canonical one or admissible within the float64 page-score bound, and the page accounting of the
+// optimized ledger holds. `canonical` + `tie_admissible` == `groups` when the verdict conforms.
+struct SelectorComparison {
+  Verdict verdict;
+  Index groups = 0;          // (layer, group) pairs compared
+  Index canonical = 0;       // identical to the oracle's (score desc, index asc) selection
+  Index tie_admissible = 0;  // different, but admissible: tied (within tolerance) pages chosen otherwise
+  Index layer = 0;           // the layer of the first violation
+};
+SelectorComparison compare_selector_with_oracle(const ScoreTensor& attn, const paging::PageParams& params,
+                                                Index max_layers = -1);
+
+}  // namespace kvaudit::audit
