@@ -4,11 +4,14 @@
 #include <chrono>
 #include <ctime>
 #include <map>
+#include <mutex>
 #include <set>
 #include <stdexcept>
 
-#include "core/error.h"
+#include <omp.h>
+
 #include "audit/verdict_text.h"
+#include "core/error.h"
 
 namespace kvaudit::audit {
 namespace {
@@ -161,36 +164,53 @@ json run_audit(const AuditOptions& options) {
   if (!data_problem.empty()) inputs["data_problem"] = data_problem;
 
   std::vector<Unit> units = enumerate_units(dumps);
-  json done = json::array();
-  json unit_seconds = json::object();  // wall time per unit: volatile, never part of the compared report
-  for (std::size_t u = 0; u < units.size(); ++u) {
-    if (static_cast<int>(u % static_cast<std::size_t>(options.shard_count)) != options.shard_index) continue;
+  std::vector<std::size_t> mine;  // this shard's units, in unit order
+  for (std::size_t u = 0; u < units.size(); ++u)
+    if (static_cast<int>(u % static_cast<std::size_t>(options.shard_count)) == options.shard_index) mine.push_back(u);
+  // Units are independent (sharding already relies on it): they run on `jobs` threads, each writing its own slot,
+  // and are assembled in unit order, so the report is the same for every thread count. Progress lines are
+  // whole lines under a lock.
+  std::mutex progress_lock;
+  const std::function<void(const std::string&)> progress = [&](const std::string& line) {
+    std::lock_guard<std::mutex> hold(progress_lock);
+    options.progress(line);
+  };
+  std::vector<json> sections(mine.size());
+  std::vector<double> seconds(mine.size(), 0.0);
+  const int jobs = options.jobs > 0 ? options.jobs : omp_get_num_procs();
+#pragma omp parallel for schedule(dynamic, 1) num_threads(jobs)
+  for (std::size_t i = 0; i < mine.size(); ++i) {
+    const std::size_t u = mine[i];
     const Unit& unit = units[u];
     std::vector<io::PromptDump> slice;
     for (const auto& d : dumps)
       if (in_unit(unit, d)) slice.push_back(d);
-    options.progress("audit: " + unit_key(unit.stage->id, unit.model, unit.prompt) + " (" + std::to_string(u + 1) + "/" +
-                     std::to_string(units.size()) + ")");
-    AuditContext ctx{options.data_dir, options.seed, options.quick, &slice, options.progress};
-    json section;
+    progress("audit: " + unit_key(unit.stage->id, unit.model, unit.prompt) + " (" + std::to_string(u + 1) + "/" +
+             std::to_string(units.size()) + ")");
+    AuditContext ctx{options.data_dir, options.seed, options.quick, &slice, progress};
     const auto started = std::chrono::steady_clock::now();
     if (unit.stage->scope != Scope::Global && dumps.empty()) {
-      section = missing_section(*unit.stage, "no real dumps loaded: " + (data_problem.empty() ? "manifest lists none" : data_problem));
+      sections[i] = missing_section(*unit.stage, "no real dumps loaded: " + (data_problem.empty() ? "manifest lists none" : data_problem));
     } else {
       try {
-        section = unit.stage->run(ctx);
+        sections[i] = unit.stage->run(ctx);
       } catch (const std::exception& e) {
-        section = {{"section", unit.stage->id}, {"title", unit.stage->title}, {"status", "failed"}, {"status_reason", e.what()}};
+        sections[i] = {{"section", unit.stage->id}, {"title", unit.stage->title}, {"status", "failed"}, {"status_reason", e.what()}};
       }
     }
-    unit_seconds[unit_key(unit.stage->id, unit.model, unit.prompt)] =
-        std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
-    done.push_back({{"stage", unit.stage->id}, {"model", unit.model}, {"prompt", unit.prompt}, {"index", u}, {"section", section}});
+    seconds[i] = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+  }
+  json done = json::array();
+  json unit_seconds = json::object();  // wall time per unit: volatile, never part of the compared report
+  for (std::size_t i = 0; i < mine.size(); ++i) {
+    const Unit& unit = units[mine[i]];
+    unit_seconds[unit_key(unit.stage->id, unit.model, unit.prompt)] = seconds[i];
+    done.push_back({{"stage", unit.stage->id}, {"model", unit.model}, {"prompt", unit.prompt}, {"index", mine[i]}, {"section", sections[i]}});
   }
   json report = assemble(done, inputs);
   report["coverage"] = {{"units_total", units.size()}, {"units_present", done.size()}};
   report["volatile"] = {{"timestamp", utc_now()}, {"shard", std::to_string(options.shard_index) + "/" + std::to_string(options.shard_count)},
-                       {"unit_seconds", unit_seconds}};
+                       {"jobs", jobs}, {"unit_seconds", unit_seconds}};
   return report;
 }
 

@@ -19,6 +19,7 @@ struct AuditOptions {
   bool require_data = false;  // a dump directory that fails to load is an InputError, not a "missing" section
   int shard_index = 0;  // this run computes units u with u % shard_count == shard_index
   int shard_count = 1;
+  int jobs = 0;         // threads running units at once; 0: every core (the report is the same for any count)
   std::function<void(const std::string&)> progress = [](const std::string&) {};
 };
 

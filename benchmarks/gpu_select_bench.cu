@@ -1,6 +1,6 @@
 // Batched EG-ChunkKV / ChunkKV / Page-EntroKV selection throughput, against a read-once pass over the same
 // bytes on the same device. Prints one JSON object. Built for CUDA (this file) and for the CPU build
-// (core/gpu/gpu_select_bench_cpu.cpp includes it with KVAUDIT_BENCH_BACKEND=cpu).
+// (benchmarks/gpu_select_bench_cpu.cpp includes it with KVAUDIT_BENCH_BACKEND=cpu).
 // Usage: gpu_select_bench [--tokens 32768,131072] [--layers 32] [--kv-heads 8] [--group 4] [--repeats 5]
 #include <cstdint>
 #include <cstdio>
@@ -100,7 +100,7 @@ int main(int argc, char** argv) {
     // Page-EntroKV: (layers, kv_heads * G, T) attention, one selection per (layer, group).
     const std::vector<float> attn = make_scores(static_cast<std::size_t>(layers * kv_heads * group * T), 11u);
     const kvaudit::gpu::BatchedScores pin{layers * kv_heads, group, T, attn};
-    kvaudit::gpu::PageParams pp;
+    kvaudit::PageParams pp;
     pp.group_size = group;
     pp.ratio_text = "0.9";
     const double attn_bytes = static_cast<double>(attn.size() * sizeof(float));

@@ -34,6 +34,7 @@ struct AuditArgs {
   std::string out = "out";
   std::uint64_t seed = 1;
   std::string shard = "0/1";
+  int jobs = 0;
   bool quick = false;
   bool quiet = false;
   bool fail_on_findings = false;
@@ -46,6 +47,9 @@ const bool registered_audit = kvaudit::cli::register_command([](CLI::App& root) 
   cmd->add_option("--out", args->out, "directory for the report files")->capture_default_str();
   cmd->add_option("--seed", args->seed, "seed of every generated case")->capture_default_str();
   cmd->add_option("--shard", args->shard, "run the deterministic slice i/N of the units (merge with `kvaudit merge`)")->capture_default_str();
+  cmd->add_option("-j,--jobs", args->jobs, "units run at once (default 0: every core); the report is the same for any count")
+      ->capture_default_str()
+      ->check(CLI::NonNegativeNumber);
   cmd->add_flag("--quick", args->quick, "smaller grids and no suite runs (for tests)");
   cmd->add_flag("--quiet", args->quiet, "no progress lines on stderr");
   cmd->add_flag("--fail-on-findings", args->fail_on_findings, "exit 1 when the report's verdict is not `conforms`");
@@ -61,6 +65,7 @@ const bool registered_audit = kvaudit::cli::register_command([](CLI::App& root) 
     options.require_data = cmd->count("--data") > 0;
     options.seed = args->seed;
     options.quick = args->quick;
+    options.jobs = args->jobs;
     options.shard_index = std::stoi(m[1]);
     options.shard_count = std::stoi(m[2]);
     if (!args->quiet) options.progress = [](const std::string& line) { std::cerr << line << "\n"; };

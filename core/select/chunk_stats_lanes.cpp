@@ -59,7 +59,7 @@ KVAUDIT_LANE_CLONES bool block_statistics(const float* x, Index first, Index C, 
     for (Index j = 0; j < C; ++j) total += load_lanes(xv + j * kLanes) - shift;
   }
   const Lanes denom = total + kEps;
-  const Lanes inv = 1.0f / denom;  // p within 3u of y / denom: proofs/11 accounts for it
+  const Lanes inv = 1.0f / denom;  // p within 3u of y / denom: proofs/11_fast_entropy_margin.md accounts for it
   // Every y = x - shift is >= 0 and, the sums being monotone, <= total <= denom, so y / denom lies in [0, 1]
   // and p + eps (p = y * (1 / denom), within 3u of it) in [eps, 1 + 2^-22]: the range lane_log was checked
   // on. Only an overflowing (infinite or NaN) total breaks this.

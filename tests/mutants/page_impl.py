@@ -10,7 +10,7 @@ import math
 import sys
 from fractions import Fraction
 
-# mutant name -> what it breaks (kept in sync with tests/unit/conform_page_partition_mutants_test.cpp)
+# mutant name -> what it breaks (kept in sync with tests/unit/conform_mutants_test.cpp)
 MUTANTS = {
     "mean_pooling": "weights: w = 1/G instead of the collision-probability weights",
     "weights_raw": "sinks: entropy weights from the raw rows (sinks not isolated for the weights)",

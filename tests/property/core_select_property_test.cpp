@@ -212,7 +212,7 @@ RC_GTEST_PROP(CoreSelectProperty, MultiLayerAndBatchEqualPerLayerCalls, ()) {
 }
 
 // Near-tied entropies: every chunk a permutation of one multiset, so the exact H~ differ only by rounding
-// and the fast lanes' H~ (proofs/11) straddle the median differently; the settled gate must still give the
+// and the fast lanes' H~ (proofs/11_fast_entropy_margin.md) straddle the median differently; the settled gate must still give the
 // oracle's selection bit for bit (kvpress flavour, hundreds of chunks so the SIMD blocks run).
 RC_GTEST_PROP(CoreSelectProperty, NearTiedEntropiesKvpressEqualsCanonical, ()) {
   SelectorParams p;
