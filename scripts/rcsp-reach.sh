@@ -12,8 +12,8 @@ settings=(
   "free inf ties 10 1"        # zeros and equal masses: exact ties dominate
   "free 1.0 attention 16 8"   # a budget that prunes, on an attention-like row
   "half inf arbitrary 10 1"   # m = n / 2, no pruning: the largest binomial
-  "3 inf arbitrary 32 32"
-  "4 inf attention 32 16"
+  "3 inf arbitrary 64 64"
+  "4 inf attention 32 32"
 )
 for s in "${settings[@]}"; do
   read -r m R row n step <<<"$s"

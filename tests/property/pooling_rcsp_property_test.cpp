@@ -64,9 +64,8 @@ RC_GTEST_PROP(PoolingRcsp, EqualsEnumerationFreeForm, ()) {
 
 // Past enumeration: n up to 40, with m where the label search stays small (2, 3, n - 2, n - 1).
 RC_GTEST_PROP(PoolingRcsp, EqualsCertifiedSolverBeyondEnumeration, ()) {
-  auto c = *genCase(40, /*free_form=*/false);
+  auto c = *genCase(40, /*free_form=*/false, /*min_n=*/21);
   const Index n = static_cast<Index>(c.p.size());
-  RC_PRE(n >= 21);
   c.m = *rc::gen::element<Index>(2, 3, n - 2, n - 1);
   const PartitionProblem prob{c.p, c.R, c.m};
   RcspStats st;
@@ -106,7 +105,7 @@ TEST(PoolingRcsp, GeneratedCasesExerciseTiesAndTheBudget) {
   // core/exact.
   long dominated = 0, at_budget = 0, infeasible = 0, exact = 0;
   for (int seed = 0; seed < 300; ++seed) {
-    const auto c = genCase(15, false)(rc::Random(seed), 30).value();
+    const auto c = genCase(15, false)(rc::Random(seed), rc::kNominalSize).value();
     const PartitionProblem prob{c.p, c.R, c.m};
     RcspStats st;
     const PartitionAnswer a = solve_rcsp(prob, {}, &st);

@@ -31,9 +31,10 @@ std::string data_dir() {
 }  // namespace
 
 // Rows: attention.last_query and attention.window_mean, head 0, layers 0 and L - 1, of every SmolLM2 prompt.
-// Instances the label search finishes (docs/pooling.md, "The graph oracle"): m in {2, 3, n - 2, n - 1} at the
-// audit's budgets f log2 m (f = 1/2, 3/4, 1), m = 4 at n = 32, and the free form at R in {1/4, 1/2, 1}, where
-// the budget prunes.
+// Instances the label search finishes well inside its limits (docs/pooling.md, "The graph oracle"): m in
+// {2, 3, n - 1}, and n - 2 below n = 64, at the audit's budgets f log2 m (f = 1/2, 3/4, 1), m = 4 at n = 32, and
+// the free form at R in {1/4, 1/2}, where the budget prunes (at R = 1 the free form runs out of time on these
+// rows from n = 32).
 TEST(PoolingRcspRealRows, AgreesWithTheCertifiedSolver) {
   const std::string dir = data_dir();
   if (!std::filesystem::exists(std::filesystem::path(dir) / "manifest.json"))
@@ -52,18 +53,23 @@ TEST(PoolingRcspRealRows, AgreesWithTheCertifiedSolver) {
         for (Index n : {32, 48, 64}) {
           const std::vector<double> p = pooling::bucket_masses(row, n);
           std::vector<std::pair<std::optional<Index>, double>> cases;
-          std::vector<Index> ms{2, 3, n - 2, n - 1};
+          std::vector<Index> ms{2, 3, n - 1};
+          if (n < 64) ms.push_back(n - 2);
           if (n == 32) ms.push_back(4);
           for (Index m : ms)
             for (double f : {0.5, 0.75, 1.0}) cases.emplace_back(m, f * std::log2(static_cast<double>(m)));
-          for (double R : {0.25, 0.5, 1.0}) cases.emplace_back(std::nullopt, R);
+          for (double R : {0.25, 0.5}) cases.emplace_back(std::nullopt, R);
           for (const auto& [m, R] : cases) {
             const std::string where = d.key() + " " + tname + " L" + std::to_string(L) + " n=" + std::to_string(n) +
                                       " m=" + (m ? std::to_string(*m) : std::string("free")) + " R=" + std::to_string(R);
             const PartitionProblem prob{p, R, m};
             RcspStats st;
             const PartitionAnswer rc = solve_rcsp(prob, {}, &st);
-            ASSERT_TRUE(rc.certified) << where << ": the graph oracle did not finish (" << rc.note << ")";
+            if (st.seconds > 1.0) std::printf("slow: %s: %.1f s, %lld labels\n", where.c_str(), st.seconds, static_cast<long long>(st.labels));
+            if (!rc.certified) {  // not a pass: the instance set is chosen so that every search finishes
+              ADD_FAILURE() << where << ": the graph oracle did not finish (" << rc.note << ")";
+              continue;
+            }
             rcsp_exact += st.exact_decisions > 0;
             const PartitionAnswer ex = solve_exact(prob);
             ++instances;

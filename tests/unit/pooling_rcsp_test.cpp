@@ -126,7 +126,9 @@ TEST(PoolingRcspUnit, StoppedSearchIsNeverCertified) {
   EXPECT_EQ(a.upper_source, "budget");
   EXPECT_EQ(a.optimum_upper, 3.0);
   EXPECT_NE(a.note.find("label limit"), std::string::npos) << a.note;
-  if (a.feasible) EXPECT_LE(a.entropy_bits, 3.0);
+  if (a.feasible) {
+    EXPECT_LE(a.entropy_bits, 3.0);
+  }
   limits = {};
   limits.max_seconds = 0.0;
   const PartitionAnswer b = solve_rcsp({normalize(w), 3.0, std::nullopt}, limits);
