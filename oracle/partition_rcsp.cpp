@@ -200,7 +200,7 @@ struct Dominance {
   bool operator()(const Label& a, const Label& b) const {
     // A node's pass is quadratic in its labels and runs inside one loop iteration: look at the clock here too.
     // After the deadline nothing dominates, which is always sound; the visitor then ends the search.
-    if ((++run->dominance_calls & 0xffff) == 0) run->out_of_time();
+    if ((++run->dominance_calls & 0xfff) == 0) run->out_of_time();
     if (run->stopped) return false;
     if (a.bounds.size() != b.bounds.size()) return false;
     const double tol = run->search.err(a.H, a.edges()) + run->search.err(b.H, b.edges());
