@@ -56,7 +56,7 @@ int main(int argc, char** argv) {
   prob.budget_bits = rs == "inf" ? std::numeric_limits<double>::infinity() : std::atof(rs.c_str());
   if (ms != "free") prob.groups = std::atoi(ms.c_str());
   kvaudit::oracle::RcspStats st;
-  const auto a = kvaudit::oracle::solve_rcsp(prob, {}, &st);  // the default limits: 10 s, 12M labels
+  const auto a = kvaudit::oracle::solve_rcsp(prob, {}, &st);  // the default limits: 10 s, 6M labels
   rusage ru{};
   getrusage(RUSAGE_SELF, &ru);
   std::printf("n=%d m=%s R=%s row=%s certified=%d feasible=%d H=%.17g seconds=%.3f labels=%lld sink=%lld "

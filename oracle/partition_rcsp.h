@@ -13,9 +13,10 @@ namespace kvaudit::oracle {
 
 struct RcspLimits {
   double max_seconds = 10.0;
-  // Labels created (each ~200-300 bytes with its path): 12M stays below 4 GiB of resident memory (measured,
-  // docs/pooling.md "The graph oracle").
-  std::int64_t max_labels = 12'000'000;
+  // Labels created: a backstop for memory, since in 10 s the search creates at most ~0.5M on 2 cores. Measured
+  // ~400-520 bytes per label with short paths (docs/pooling.md, "The graph oracle"), more with long ones: 6M
+  // labels stay near 3 GiB, under 4 GiB.
+  std::int64_t max_labels = 6'000'000;
 };
 
 // What the label search did, for classifying cases and for the measurements in docs/pooling.md.

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# How far the graph oracle (oracle/partition_rcsp.h) certifies within its default limits (10 s, 12M labels, which
+# How far the graph oracle (oracle/partition_rcsp.h) certifies within its default limits (10 s, 6M labels, which
 # stay under 4 GiB): for each setting, n grows until an instance is not certified. Figures in docs/pooling.md,
 # "The graph oracle". Usage: scripts/rcsp-reach.sh [build dir]   (needs KVAUDIT_BENCHMARKS=ON)
 set -uo pipefail

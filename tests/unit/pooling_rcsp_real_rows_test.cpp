@@ -115,7 +115,9 @@ TEST(PoolingRcspRealRows, AgreesWithTheCertifiedSolver) {
               EXPECT_LE(rc.entropy_bits, ee.optimum_upper) << where << " (stopped solver)";
             } else if (ee.certified) {
               EXPECT_EQ(ee.feasible, rc.feasible) << where << " (stopped solver)";
-              if (rc.feasible) EXPECT_EQ(ee.entropy_bits, rc.entropy_bits) << where << " (stopped solver)";
+              if (rc.feasible) {
+                EXPECT_EQ(ee.entropy_bits, rc.entropy_bits) << where << " (stopped solver)";
+              }
             }
           }
         }
