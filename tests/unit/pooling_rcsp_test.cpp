@@ -97,12 +97,19 @@ TEST(PoolingRcspUnit, CommensurableMassesOfDifferentMultisetsTieExactly) {
 }
 
 TEST(PoolingRcspUnit, GroupMassesAboveOneLoosenTheInteriorPruning) {
-  // p sums to 1.2: h(1.2) < 0, so a path above R so far can come back below it (by at most -h(1.2)).
-  for (double R : {-0.3, -0.2, 0.0, 0.5, 0.9, 1.5})
-    for (const std::optional<Index>& m : {std::optional<Index>{}, std::optional<Index>{2}, std::optional<Index>{3}}) {
-      const PartitionProblem prob{{0.3, 0.5, 0.1, 0.3}, R, m};
-      expect_same(enumerate_partitions(prob), solve_rcsp(prob), "sum 1.2, R = " + std::to_string(R));
-    }
+  // p sums to 1.2: h(1.2) < 0, so a path above R so far can come back below it (by at most -h(1.2)). The second
+  // row is the planted case: {0.1 | 1.1} has H = h(0.1) + h(1.1) = 0.181 bits, the only partition within R = 0.2,
+  // although its first group alone has 0.332 > R; pruning on "H > R so far" would call it infeasible.
+  const PartitionAnswer planted = solve_rcsp({{0.1, 0.3, 0.5, 0.3}, 0.2, 2});
+  ASSERT_TRUE(planted.certified);
+  ASSERT_TRUE(planted.feasible);
+  EXPECT_EQ(planted.cuts, (std::vector<Index>{1}));
+  for (const std::vector<double>& p : {std::vector<double>{0.3, 0.5, 0.1, 0.3}, std::vector<double>{0.1, 0.3, 0.5, 0.3}})
+    for (double R : {-0.3, -0.2, 0.0, 0.2, 0.5, 0.9, 1.5})
+      for (const std::optional<Index>& m : {std::optional<Index>{}, std::optional<Index>{2}, std::optional<Index>{3}}) {
+        const PartitionProblem prob{p, R, m};
+        expect_same(enumerate_partitions(prob), solve_rcsp(prob), "sum 1.2, R = " + std::to_string(R));
+      }
 }
 
 TEST(PoolingRcspUnit, RefusesBadInput) {
