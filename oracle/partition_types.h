@@ -20,7 +20,7 @@ struct PartitionProblem {
 
 // What a solver concluded. Groups are (b_{k-1}, b_k] with b_0 = 0, b_m = n; `cuts` holds b_1..b_{m-1}.
 struct PartitionAnswer {
-  std::string solver;                // "enumerate", "exact", "greedy"
+  std::string solver;                // "enumerate", "exact", "greedy", "rcsp" (the graph oracle)
   std::string strategy;              // exact: "branch-and-bound" or "meet-in-the-middle"
   bool feasible = false;             // some partition has H <= R (for greedy: the one it returned does)
   std::vector<Index> cuts;           // interior boundaries, strictly increasing, each in [1, n-1]

@@ -40,11 +40,12 @@ inline std::vector<double> normalize(const std::vector<int>& w) {
   return p;
 }
 
-// Integer weights -> probabilities: equal weights give bitwise-equal probabilities (exact ties).
-inline rc::Gen<Case> genCase(int max_n, bool free_form) {
+// Integer weights -> probabilities: equal weights give bitwise-equal probabilities (exact ties). n in
+// [min_n, max_n] (the range scales with RapidCheck's size, from min_n up).
+inline rc::Gen<Case> genCase(int max_n, bool free_form, int min_n = 1) {
   return rc::gen::exec([=] {
     Case c;
-    const int n = *rc::gen::inRange(1, max_n + 1);
+    const int n = *rc::gen::inRange(min_n, max_n + 1);
     const int kind = *rc::gen::element(0, 1, 2, 3, 4);
     std::vector<int> w(static_cast<std::size_t>(n));
     switch (kind) {
