@@ -1,4 +1,4 @@
-// A third exact oracle for SPEC section 4, as a resource-constrained path problem on the boundary DAG, solved by
+// A third exact oracle for docs/specification.md section 4, as a resource-constrained path problem on the boundary DAG, solved by
 // Boost.Graph's r_c_shortest_paths: nodes 0..n are cut positions, edge (i, j) is the group (i, j] of weight
 // h(q_ij), an m-partition is a path 0 -> n with m edges and H(q) its length; the answer is the longest path
 // with H <= R (exactly m edges, or any number). Shares nothing with the other partition oracles but the
