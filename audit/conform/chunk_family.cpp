@@ -66,7 +66,7 @@ Selection in_form(Selection s, bool per_head, Index heads) {
 // oracle's own admissibility check (oracle::AdmissibilityOptions, or a transformed case): the answer is named
 // only when it is admissible under the mistake, ties and float32 rounding included, never by comparing it
 // with one canonical wrong answer. Every mistake that explains the answer is listed; the rule is the first one's,
-// in the order below (the flavour's budget rule before the off-by-one, which small cases can both explain).
+// in the order below (specific walks first, the generic off-by-one budget last: small cases can fit several).
 Verdict name_chunk_mistake(const ConformCase& c, const Selection& answer, Verdict v) {
   if (v.rule == "range" || v.rule == "unique" || v.rule == "order") return v;  // rules of their own
   const auto& p = c.params;
@@ -94,20 +94,25 @@ Verdict name_chunk_mistake(const ConformCase& c, const Selection& answer, Verdic
   const bool per_head_now = chunkkv && cb.fallback && p.flavour == Flavour::Kvpress;
   const Selection as_is = in_form(answer, per_head_now, c.heads);
   const oracle::AdmissibilityOptions spec;
-  // Budget mistakes: the other flavour's rule, one more or one fewer (tokens, or ChunkKV's chunks).
+  // Budget mistakes: the other flavour's rule here, one more or one fewer (tokens, or ChunkKV's chunks) last of all,
+  // as the most generic explanation (a walk without the partial chunk keeps one chunk fewer too).
   const bool zero = p.ratio.value == 0.0;
+  const Index n = !chunkkv || cb.fallback ? c.tokens : cb.chunks_total;
+  Index b = 0;
+  try {
+    b = !chunkkv ? std::min(oracle::declared_budget(c.tokens, p), c.tokens) : (cb.fallback ? cb.fallback_tokens : cb.chunks_kept);
+  } catch (const std::invalid_argument&) {
+    return v;
+  }
+  const std::string unit = chunkkv && !cb.fallback ? " chunks" : " tokens";
+  auto with_budget = [&](Index budget) {
+    oracle::AdmissibilityOptions o;
+    o.budget = budget;
+    return o;
+  };
   if (!zero) {
-    const Index n = !chunkkv || cb.fallback ? c.tokens : cb.chunks_total;
-    const Index b = !chunkkv ? std::min(oracle::declared_budget(c.tokens, p), c.tokens)
-                             : (cb.fallback ? cb.fallback_tokens : cb.chunks_kept);
-    const std::string unit = chunkkv && !cb.fallback ? " chunks" : " tokens";
     const Index as_float = oracle::kvpress_token_budget(n, p.ratio.value);
     const Index as_exact = oracle::exact_token_budget(n, p.ratio.text);
-    auto with_budget = [&](Index budget) {
-      oracle::AdmissibilityOptions o;
-      o.budget = budget;
-      return o;
-    };
     if (p.flavour == Flavour::Exact && as_float != b)
       consider("float-budget", "kvpress's float budget int(N (1 - rho)) = " + std::to_string(as_float) + unit +
                                    " of N = " + std::to_string(n) + " (the exact budget is " + std::to_string(b) + ")",
@@ -116,11 +121,6 @@ Verdict name_chunk_mistake(const ConformCase& c, const Selection& answer, Verdic
       consider("exact-budget", "the exact budget floor((1 - rho) N) = " + std::to_string(as_exact) + unit + " of N = " +
                                    std::to_string(n) + " (kvpress's float budget is " + std::to_string(b) + ")",
                scores, p, with_budget(as_exact), as_is);
-    for (Index d : {Index{1}, Index{-1}})
-      if (b + d >= 1 && b + d <= n)
-        consider("budget-off-by-one", "a budget off by one: " + std::to_string(b + d) + unit + " (the budget is " +
-                                          std::to_string(b) + ")",
-                 scores, p, with_budget(b + d), as_is);
   }
   // ChunkKV with no complete chunk: the other fallback form.
   if (chunkkv && cb.fallback && !zero) {
@@ -166,6 +166,12 @@ Verdict name_chunk_mistake(const ConformCase& c, const Selection& answer, Verdic
     consider("median-mean", "medians taken as the mean of the two middle values (torch.median keeps the lower one)",
              scores, q, o, as_is);
   }
+  if (!zero)
+    for (Index d : {Index{1}, Index{-1}})
+      if (b + d >= 1 && b + d <= n)
+        consider("budget-off-by-one", "a budget off by one: " + std::to_string(b + d) + unit + " (the budget is " +
+                                          std::to_string(b) + ")",
+                 scores, p, with_budget(b + d), as_is);
   if (rule.empty()) return v;
   return Verdict::violates(rule, v.message + "; the answer is what " + explained + " keeps");
 }

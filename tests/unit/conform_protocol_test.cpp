@@ -13,6 +13,7 @@
 
 #include "audit/conform/impl_process.h"
 #include "audit/conform/protocol.h"
+#include "core/error.h"
 #include "tests/unit/conform_run_support.h"
 
 extern char** environ;
