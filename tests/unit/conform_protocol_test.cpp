@@ -143,8 +143,8 @@ void expect_interrupt_kills_the_implementation(int sig) {
   ASSERT_EQ(::kill(kv, sig), 0);
   int status = 0;
   ASSERT_EQ(::waitpid(kv, &status, 0), kv);
-  ASSERT_TRUE(WIFEXITED(status)) << "kvaudit did not exit on its own (killed by signal " << WTERMSIG(status) << ")";
-  EXPECT_EQ(WEXITSTATUS(status), 128 + sig);
+  EXPECT_TRUE(WIFEXITED(status)) << "kvaudit did not exit on its own (killed by signal " << WTERMSIG(status) << ")";
+  if (WIFEXITED(status)) EXPECT_EQ(WEXITSTATUS(status), 128 + sig);
   // Reparented to init once kvaudit is gone; SIGKILL has been sent, give the kernel a moment to deliver it.
   std::vector<int> left = live_members(impl_pid);
   for (int i = 0; i < 100 && !left.empty(); ++i) {
@@ -161,7 +161,7 @@ void expect_interrupt_kills_the_implementation(int sig) {
                            "; the implementation's process group was killed; no report written\n";
   EXPECT_NE(e.find(line), std::string::npos) << e;
   EXPECT_EQ(e.substr(e.size() - std::min(e.size(), line.size())), line) << "the message is the last line: " << e;
-  for (int p : left) ::kill(p, SIGKILL);
+  if (!left.empty()) ::kill(-impl_pid, SIGKILL);  // this test's own leftovers
   std::filesystem::remove_all(dir);
 }
 
