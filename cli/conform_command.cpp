@@ -1,12 +1,16 @@
 // `kvaudit conform`: check a foreign ChunkKV / EG-ChunkKV / Page-EntroKV / partition implementation over the
 // line-JSON protocol (docs/conform.md). The judging is audit/conform's; this file only maps flags.
+#include <csignal>
+#include <cstring>
 #include <fstream>
 #include <iostream>
 #include <memory>
+#include <unistd.h>
 
 #include <nlohmann/json.hpp>
 
 #include "audit/conform/conform_run.h"
+#include "audit/conform/impl_process.h"
 #include "audit/conform/protocol.h"
 #include "cli/command_registry.h"
 #include "core/error.h"
@@ -25,6 +29,7 @@ struct Args {
   int startup_timeout_ms = 120000;
   std::string report;
   std::string replay;
+  bool replay_strict = false;
   kvaudit::Index max_size = 0;
   std::string claim = "heuristic";
   std::string precision = "float32";
@@ -39,6 +44,28 @@ std::vector<std::string> read_lines(const std::string& path) {
   }
   if (lines.empty()) throw kvaudit::InputError(path, "file", "holds no request line");
   return lines;
+}
+
+// SIGINT / SIGTERM / SIGHUP: the implementation runs in its own process group (so a timeout can kill all of
+// it), which a terminal's Ctrl-C does not reach; kill that group, say so on one line, and exit 128 + signal
+// without writing a report (the report is only ever written whole, at the end). Async-signal-safe only.
+void on_interrupt(int sig) {
+  kvaudit::conform::kill_running_impl_groups();
+  const char* name = sig == SIGINT ? "SIGINT" : sig == SIGTERM ? "SIGTERM" : "SIGHUP";
+  const char* parts[] = {"kvaudit conform: interrupted by ", name,
+                         "; the implementation's process group was killed; no report written\n"};
+  for (const char* p : parts) {
+    if (::write(STDERR_FILENO, p, std::strlen(p)) < 0) break;
+  }
+  ::_exit(128 + sig);
+}
+
+void install_interrupt_handlers() {
+  struct sigaction sa {};
+  sa.sa_handler = on_interrupt;
+  sigemptyset(&sa.sa_mask);
+  for (int s : {SIGINT, SIGTERM, SIGHUP}) sigaddset(&sa.sa_mask, s);  // one handler at a time
+  for (int s : {SIGINT, SIGTERM, SIGHUP}) ::sigaction(s, &sa, nullptr);
 }
 
 const bool registered = kvaudit::cli::register_command([](CLI::App& root) {
@@ -69,7 +96,11 @@ const bool registered = kvaudit::cli::register_command([](CLI::App& root) {
   cmd->add_option("--startup-timeout-ms", args->startup_timeout_ms,
                   "Timeout of the first request after each (re)start, for slow-starting interpreters");
   cmd->add_option("--report", args->report, "Write the JSON report to FILE (atomically)");
-  cmd->add_option("--replay", args->replay, "Run the request lines in FILE instead of generated cases");
+  cmd->add_option("--replay", args->replay,
+                  "Run the request lines in FILE instead of generated cases; chunk-method scores that are not float32 "
+                  "values are rounded to the nearest float32 (docs/conform.md)");
+  cmd->add_flag("--replay-strict", args->replay_strict,
+                "With --replay: refuse scores that are not float32 values instead of rounding them");
   cmd->callback([args] {
     kvaudit::conform::ConformOptions o;
     o.method = kvaudit::conform::parse_conform_method(args->method, "--method");
@@ -84,7 +115,10 @@ const bool registered = kvaudit::cli::register_command([](CLI::App& root) {
     o.claim = args->claim == "exact" ? kvaudit::conform::PartitionClaim::Exact : kvaudit::conform::PartitionClaim::Heuristic;
     o.precision = kvaudit::paging::parse_precision(args->precision, "--precision");
     if (!args->replay.empty()) o.replay = read_lines(args->replay);
+    if (args->replay_strict && args->replay.empty()) throw kvaudit::InputError("--replay-strict", "flag", "needs --replay FILE");
+    o.replay_strict = args->replay_strict;
     o.progress = [](const std::string& s) { std::cerr << "kvaudit conform: " << s << "\n"; };
+    install_interrupt_handlers();
     auto result = kvaudit::conform::run_conform(o);
     const auto& j = result.report;
     if (!args->report.empty()) kvaudit::io::write_file_atomically(args->report, j.dump(2) + "\n");

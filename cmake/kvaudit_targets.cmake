@@ -8,15 +8,27 @@ function(kvaudit_library name)
   target_link_libraries(${name} PUBLIC ${ARG_LINK})
 endfunction()
 
+# Exit status of a test executable that skipped tests and failed none (tests/support/gtest_skip_exit.h).
+set(KVAUDIT_SKIP_EXIT 77)
+
 # kvaudit_test(SOURCE LABEL [LINK ...]): one test executable per file, named after it, discovered by CTest.
+# Its main() (tests/support/gtest_skip_main.cpp) exits KVAUDIT_SKIP_EXIT when a test called GTEST_SKIP() and
+# none failed, so CTest reports it Skipped, never Passed; a failure still reports Failed.
+# tests/meta/check_skip_reporting.py (CTest: skip_reporting_meta_test) fails if any gtest executable lacks this.
 function(kvaudit_test source label)
   get_filename_component(name ${source} NAME_WE)
+  if(NOT TARGET kvaudit_gtest_skip_main)
+    add_library(kvaudit_gtest_skip_main STATIC ${PROJECT_SOURCE_DIR}/tests/support/gtest_skip_main.cpp)
+    target_include_directories(kvaudit_gtest_skip_main PRIVATE ${PROJECT_SOURCE_DIR})
+    target_link_libraries(kvaudit_gtest_skip_main PUBLIC GTest::gtest)
+  endif()
   add_executable(${name} ${source})
-  target_link_libraries(${name} PRIVATE ${ARGN} rapidcheck GTest::gtest GTest::gtest_main)
+  target_link_libraries(${name} PRIVATE ${ARGN} rapidcheck GTest::gtest kvaudit_gtest_skip_main)
   if(TARGET rapidcheck_gtest)
     target_link_libraries(${name} PRIVATE rapidcheck_gtest)
   endif()
   add_test(NAME ${name} COMMAND ${name})
   set_tests_properties(${name} PROPERTIES LABELS ${label} WORKING_DIRECTORY ${PROJECT_SOURCE_DIR}
+                       SKIP_RETURN_CODE ${KVAUDIT_SKIP_EXIT}
                        ENVIRONMENT "KVAUDIT_BIN=$<TARGET_FILE:kvaudit>;KVAUDIT_ROOT=${PROJECT_SOURCE_DIR}")
 endfunction()

@@ -101,10 +101,10 @@ Verdict partial_chunk_verdict(const std::vector<bool>& keep, Index tokens, Index
 }
 
 Verdict chunkkv_rules(const HeadScores& scores, const SelectorParams& params, const Selection& claimed,
-                      const ChunkKvBudget& budget, Rounding rounding) {
+                      const ChunkKvBudget& budget, Rounding rounding, bool per_head) {
   if (detail::ratio_is_zero(params)) return Verdict::conforms();  // budget stage already demanded all T positions
   if (budget.fallback) {
-    if (params.flavour == Flavour::Kvpress) {  // per head, on that head's own (exact float32) scores
+    if (per_head) {  // kvpress: per head, on that head's own (exact float32) scores
       for (Index h = 0; h < scores.heads; ++h) {
         std::vector<Interval> row;
         for (Index t = 0; t < scores.tokens; ++t) row.push_back({detail::Real(scores.at(h, t)), detail::Real(scores.at(h, t))});
@@ -154,12 +154,32 @@ Verdict check_admissible(const HeadScores& scores, const SelectorParams& params,
 
 Verdict check_admissible(const HeadScores& scores, const SelectorParams& params, const Selection& claimed,
                          const AdmissibilityOptions& options) {
-  std::string invalid = detail::invalid_reason(scores, params);
+  SelectorParams knobs = params;
+  if (options.any_median) knobs.median = MedianRule::Lower;  // what invalid_reason would refuse for kvpress
+  std::string invalid = detail::invalid_reason(scores, knobs);
   if (!invalid.empty()) return Verdict::unsupported("parameters or scores rejected: " + invalid);
   bool chunkkv = params.method == Method::ChunkKV;
   ChunkKvBudget budget;
-  if (chunkkv) budget = chunkkv_budget(scores.tokens, params);
-  bool per_head = chunkkv && budget.fallback && params.flavour == Flavour::Kvpress;
+  if (chunkkv) {
+    budget = chunkkv_budget(scores.tokens, params);
+    if (options.budget && !detail::ratio_is_zero(params)) {  // the what-if budget, with chunkkv_budget's token bounds
+      const Index c = params.chunk_length, remaining = scores.tokens % c;
+      if (budget.fallback) {
+        budget.fallback_tokens = std::clamp<Index>(*options.budget, 1, scores.tokens);
+        budget.min_tokens = budget.max_tokens = budget.fallback_tokens;
+      } else {
+        budget.chunks_kept = std::clamp<Index>(*options.budget, 1, budget.chunks_total);
+        if (remaining == 0 || budget.chunks_kept == budget.chunks_total) {
+          budget.min_tokens = budget.max_tokens = std::min(budget.chunks_kept * c, scores.tokens);
+        } else {
+          budget.max_tokens = budget.chunks_kept * c;
+          budget.min_tokens = (budget.chunks_kept - 1) * c + remaining;
+        }
+      }
+    }
+  }
+  const bool per_head_fallback = options.per_head_fallback.value_or(params.flavour == Flavour::Kvpress);
+  bool per_head = chunkkv && budget.fallback && per_head_fallback;
 
   // shape
   std::size_t expected = per_head ? static_cast<std::size_t>(scores.heads) : 1;
@@ -183,9 +203,9 @@ Verdict check_admissible(const HeadScores& scores, const SelectorParams& params,
                                                     : std::to_string(budget.min_tokens) + " (partial chunk kept) or " +
                                                           std::to_string(budget.max_tokens)));
     }
-    return chunkkv_rules(scores, params, claimed, budget, options.rounding);
+    return chunkkv_rules(scores, params, claimed, budget, options.rounding, per_head);
   }
-  Index budget_tokens = std::min(detail::eg_token_budget(scores.tokens, params), scores.tokens);
+  Index budget_tokens = std::min(options.budget.value_or(detail::eg_token_budget(scores.tokens, params)), scores.tokens);
   auto n = static_cast<Index>(claimed.kept[0].size());
   if (n != budget_tokens)
     return Verdict::violates("budget", "kept " + std::to_string(n) + " positions, budget is " + std::to_string(budget_tokens));

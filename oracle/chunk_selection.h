@@ -4,6 +4,7 @@
 // docs/chunk-selection.md.
 #pragma once
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -80,6 +81,17 @@ enum class Rounding {
 
 struct AdmissibilityOptions {
   Rounding rounding = Rounding::Float32Evaluation;
+  // What-if judging, used to name an implementation's mistake (audit/conform's chunk family): is the answer what
+  // a known wrong walk keeps? Unset, every knob follows the spec.
+  // Judge against this budget instead of the flavour's rule: EG-ChunkKV kept tokens; ChunkKV kept chunks, or
+  // kept tokens in the no-complete-chunk fallback.
+  std::optional<Index> budget;
+  // ChunkKV's no-complete-chunk fallback: per-head top-k on each head's own scores (true, kvpress) or one
+  // head-summed top-L shared by every head (false, exact) instead of the flavour's.
+  std::optional<bool> per_head_fallback;
+  // Accept the median rule the kvpress flavour has no switch for (mean of the middles) instead of answering
+  // Unsupported.
+  bool any_median = false;
 };
 
 // Conforms if some order of tied values (values equal within the rounding error of float32 evaluation

@@ -17,8 +17,10 @@ namespace kvaudit::conform {
 class ChunkFamily {
  public:
   using Case = ConformCase;
-  // max_size > 0 cuts generated cases and dump rows to their first max_size tokens.
-  ChunkFamily(Method method, Flavour flavour, Index max_size) : method_(method), flavour_(flavour), max_size_(max_size) {}
+  // max_size > 0 cuts generated cases and dump rows to their first max_size tokens. strict_scores: replayed
+  // scores that are not float32 values are refused instead of rounded (decode_request's Float32Input).
+  ChunkFamily(Method method, Flavour flavour, Index max_size, bool strict_scores = false)
+      : method_(method), flavour_(flavour), max_size_(max_size), strict_scores_(strict_scores) {}
 
   const char* name() const;
   nlohmann::json report_fields() const;
@@ -35,6 +37,7 @@ class ChunkFamily {
   Method method_;
   Flavour flavour_;
   Index max_size_;
+  bool strict_scores_;
 };
 
 }  // namespace kvaudit::conform

@@ -35,9 +35,9 @@ ConformResult run_conform(const ConformOptions& o) {
   if (o.max_size < 0) throw InputError("--max-size", "N", "must be >= 1");
   switch (o.method) {
     case ConformMethod::ChunkKV:
-      return drive(ChunkFamily(Method::ChunkKV, o.flavour, o.max_size), o);
+      return drive(ChunkFamily(Method::ChunkKV, o.flavour, o.max_size, o.replay_strict), o);
     case ConformMethod::EgChunkKV:
-      return drive(ChunkFamily(Method::EgChunkKV, o.flavour, o.max_size), o);
+      return drive(ChunkFamily(Method::EgChunkKV, o.flavour, o.max_size, o.replay_strict), o);
     case ConformMethod::PageEntroKV:
       return drive(PageFamily(o.max_size, o.precision), o);
     case ConformMethod::Partition:

@@ -39,6 +39,9 @@ struct ConformOptions {
   int timeout_ms = 10000;
   int startup_timeout_ms = 120000;  // first request after each (re)start: interpreters importing torch are slow
   std::vector<std::string> replay;  // request lines to run instead of generated cases (--replay)
+  // Chunk methods: replayed scores that are not float32 values are refused (--replay-strict) instead of rounded to
+  // the nearest float32. (Page-EntroKV replays are strict either way for now: its checker is being rewritten.)
+  bool replay_strict = false;
   int max_shrink_queries = 4000;
   // Upper bound on generated sizes (T for chunk and page cases, n for partitions), 0 = the generators' own
   // range. Dump rows longer than this are cut to a prefix (attention rows renormalized). Shrinking only ever

@@ -2,12 +2,14 @@
 #include "audit/conform/impl_process.h"
 
 #include <algorithm>
+#include <atomic>
 #include <cerrno>
 #include <chrono>
 #include <csignal>
 #include <cstring>
 #include <fcntl.h>
 #include <poll.h>
+#include <pthread.h>
 #include <spawn.h>
 #include <sys/wait.h>
 #include <thread>
@@ -41,7 +43,52 @@ void ignore_sigpipe_once() {
   (void)done;
 }
 
+// Process groups of the running implementations, readable from a signal handler (lock-free atomics, fixed size;
+// a run drives one implementation, the slack is for library callers running several).
+constexpr int kGroupSlots = 16;
+std::atomic<pid_t> running_groups[kGroupSlots];
+static_assert(std::atomic<pid_t>::is_always_lock_free);
+
+void register_group(pid_t pgid) {
+  for (auto& slot : running_groups) {
+    pid_t empty = 0;
+    if (slot.compare_exchange_strong(empty, pgid)) return;
+  }
+}
+
+void unregister_group(pid_t pgid) {
+  for (auto& slot : running_groups) {
+    pid_t mine = pgid;
+    if (slot.compare_exchange_strong(mine, 0)) return;
+  }
+}
+
+// Blocks SIGINT / SIGTERM / SIGHUP while a child is spawned and registered, so an interrupt either finds its
+// group in the table or arrives before the child exists; never a child the handler cannot see.
+class InterruptsBlocked {
+ public:
+  InterruptsBlocked() {
+    sigset_t block;
+    sigemptyset(&block);
+    for (int s : {SIGINT, SIGTERM, SIGHUP}) sigaddset(&block, s);
+    ::pthread_sigmask(SIG_BLOCK, &block, &saved_);
+  }
+  ~InterruptsBlocked() { ::pthread_sigmask(SIG_SETMASK, &saved_, nullptr); }
+  InterruptsBlocked(const InterruptsBlocked&) = delete;
+  InterruptsBlocked& operator=(const InterruptsBlocked&) = delete;
+
+ private:
+  sigset_t saved_;
+};
+
 }  // namespace
+
+void kill_running_impl_groups() noexcept {
+  for (auto& slot : running_groups) {
+    const pid_t pgid = slot.load();
+    if (pgid > 0) ::kill(-pgid, SIGKILL);
+  }
+}
 
 ImplProcess::ImplProcess(std::string command, int timeout_ms, int startup_timeout_ms)
     : command_(std::move(command)), timeout_ms_(timeout_ms), startup_timeout_ms_(startup_timeout_ms) {}
@@ -73,10 +120,19 @@ void ImplProcess::start() {
   sigaddset(&defaults, SIGPIPE);
   posix_spawnattr_setsigdefault(&attr, &defaults);
   posix_spawnattr_setpgroup(&attr, 0);
-  posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETPGROUP | POSIX_SPAWN_SETSIGDEF);
+  // The child starts with no signal blocked (we block the interrupts around the spawn, see below).
+  sigset_t none;
+  sigemptyset(&none);
+  posix_spawnattr_setsigmask(&attr, &none);
+  posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETPGROUP | POSIX_SPAWN_SETSIGDEF | POSIX_SPAWN_SETSIGMASK);
   const char* argv[] = {"/bin/sh", "-c", command_.c_str(), nullptr};
   pid_t pid = -1;
-  int rc = posix_spawn(&pid, "/bin/sh", &actions, &attr, const_cast<char* const*>(argv), environ);
+  int rc = 0;
+  {
+    InterruptsBlocked blocked;
+    rc = posix_spawn(&pid, "/bin/sh", &actions, &attr, const_cast<char* const*>(argv), environ);
+    if (rc == 0) register_group(pid);  // the group id is the child's pid (setpgroup 0)
+  }
   posix_spawn_file_actions_destroy(&actions);
   posix_spawnattr_destroy(&attr);
   ::close(in_pipe[0]), ::close(out_pipe[1]), ::close(err_pipe[1]);
@@ -98,6 +154,7 @@ void ImplProcess::start() {
 void ImplProcess::stop() {
   if (pid_ > 0) {
     ::kill(-pid_, SIGKILL);  // the group we created at spawn: the shell and its children, nothing else
+    unregister_group(pid_);  // after the kill: an interrupt in between kills it again, harmlessly
     int status = 0;
     ::waitpid(pid_, &status, 0);
   }
@@ -134,6 +191,7 @@ std::string ImplProcess::describe_exit() {
     else if (WIFSIGNALED(status)) how = "killed by signal " + std::to_string(WTERMSIG(status));
     else how = "ended";
     ::kill(-pid_, SIGKILL);  // stragglers the shell left in its group
+    unregister_group(pid_);
     pid_ = -1;
   } else {
     how = "closed its output but did not exit";

@@ -9,6 +9,11 @@
 
 namespace kvaudit::conform {
 
+// Kills (SIGKILL) the process group of every implementation running now. Async-signal-safe: only kill() on
+// pids from a fixed table of atomics, so a SIGINT / SIGTERM handler may call it before _exit() (the CLI's
+// conform command does: the groups are our own, and a terminal's Ctrl-C does not reach them).
+void kill_running_impl_groups() noexcept;
+
 class ImplProcess {
  public:
   // Does not start the process; the first exchange does (so a restart and a first start are the same path).

@@ -179,16 +179,18 @@ PartitionCase decode_partition_request(const std::string& line, const std::strin
   c.origin = source;
   if (j.contains("method") && j["method"] != "partition")
     throw InputError(source, "method", "expected \"partition\", got " + j["method"].dump());
-  if (!j.contains("probs") || !j["probs"].is_array() || j["probs"].empty())
-    throw InputError(source, "probs", "must be a non-empty array of numbers");
+  if (!j.contains("probs")) throw InputError(source, "probs", "missing");
+  if (!j["probs"].is_array() || j["probs"].empty())
+    throw InputError(source, "probs", "must be a non-empty array of numbers, got " + clip(j["probs"].dump()));
   for (const auto& v : j["probs"]) {
     if (!v.is_number()) throw InputError(source, "probs", "holds a non-number: " + v.dump());
     const double d = v.get<double>();
     if (!std::isfinite(d) || d < 0) throw InputError(source, "probs", "value " + v.dump() + " is negative or not finite");
     c.p.push_back(d);
   }
-  if (!j.contains("entropy_budget") || !j["entropy_budget"].is_number())
-    throw InputError(source, "entropy_budget", "must be a number");
+  if (!j.contains("entropy_budget")) throw InputError(source, "entropy_budget", "missing");
+  if (!j["entropy_budget"].is_number())
+    throw InputError(source, "entropy_budget", "must be a number, got " + clip(j["entropy_budget"].dump()));
   c.budget_bits = j["entropy_budget"].get<double>();
   if (!std::isfinite(c.budget_bits)) throw InputError(source, "entropy_budget", "must be finite");
   if (j.contains("groups") && !j["groups"].is_null()) {

@@ -1,6 +1,7 @@
 // Encoding requests and decoding responses of the conform protocol (see protocol.h for the line formats).
 #include "audit/conform/protocol.h"
 
+#include <cctype>
 #include <charconv>
 #include <cmath>
 #include <cstdint>
@@ -86,74 +87,150 @@ std::string encode_request(std::int64_t id, const ConformCase& c) {
 
 namespace {
 
-// The number token after "compression_ratio": in the raw line; nlohmann would round it to a double and the
-// exact flavour needs the decimal the user (or kvaudit) wrote.
-std::string raw_number_field(const std::string& line, const std::string& key, const std::string& source) {
+// The number token after `"key":` in the raw line: nlohmann would round it to a double, and the exact flavour needs
+// the decimal as written. Empty when the key is absent or its value is not a bare number.
+std::string raw_number_token(const std::string& line, const std::string& key) {
   auto at = line.find("\"" + key + "\"");
-  if (at == std::string::npos) throw InputError(source, key, "missing");
+  if (at == std::string::npos) return "";
   at = line.find(':', at);
-  if (at == std::string::npos) throw InputError(source, key, "missing value");
+  if (at == std::string::npos) return "";
   ++at;
-  while (at < line.size() && (line[at] == ' ' || line[at] == '\t')) ++at;
+  while (at < line.size() && (line[at] == ' ' || line[at] == '\t' || line[at] == '\r' || line[at] == '\n')) ++at;
   auto end = line.find_first_not_of("0123456789.+-eE", at);
-  return line.substr(at, end - at);
+  return line.substr(at, end == std::string::npos ? std::string::npos : end - at);
 }
 
-}  // namespace
-
-namespace {
-
-// An integer request field that fits Index; InputError otherwise (never a float-to-integer conversion).
+// An integer request field that fits Index; InputError showing the value otherwise (never a float-to-integer
+// conversion).
 Index integer_field(const nlohmann::json& j, const char* key, const std::string& source) {
+  if (!j.contains(key)) throw InputError(source, key, "missing");
   const auto& v = j.at(key);
   if (!v.is_number_integer() || (v.is_number_unsigned() && v.get<std::uint64_t>() > static_cast<std::uint64_t>(INT64_MAX)))
-    throw InputError(source, key, "must be an integer, got " + v.dump());
+    throw InputError(source, key, "must be an integer, got " + clip(v.dump()));
   return v.get<Index>();
 }
 
 }  // namespace
 
-ConformCase decode_request(const std::string& line, Flavour flavour, const std::string& source) {
+std::string plain_decimal(const std::string& number) {
+  // [-]digits[.digits][(e|E)[+-]digits] -> [-]digits[.digits] with the same value; anything else unchanged.
+  std::size_t i = 0;
+  std::string sign;
+  if (i < number.size() && (number[i] == '-' || number[i] == '+')) sign = number[i++] == '-' ? "-" : "";
+  std::string digits;
+  long long point = -1;
+  for (; i < number.size() && (std::isdigit(static_cast<unsigned char>(number[i])) || number[i] == '.'); ++i) {
+    if (number[i] == '.') {
+      if (point >= 0) return number;
+      point = static_cast<long long>(digits.size());
+    } else {
+      digits += number[i];
+    }
+  }
+  if (digits.empty()) return number;
+  if (point < 0) point = static_cast<long long>(digits.size());
+  if (i < number.size()) {
+    if (number[i] != 'e' && number[i] != 'E') return number;
+    const std::string exponent = number.substr(i + 1);
+    long long e = 0;
+    auto [ptr, ec] = std::from_chars(exponent.data() + (exponent.size() && exponent[0] == '+'), exponent.data() + exponent.size(), e);
+    if (ec != std::errc() || ptr != exponent.data() + exponent.size() || e > 4096 || e < -4096) return number;
+    point += e;
+  } else if (sign.empty()) {
+    return number;  // already plain
+  }
+  if (point < 0) digits.insert(0, static_cast<std::size_t>(-point), '0'), point = 0;
+  if (point > static_cast<long long>(digits.size())) digits.append(static_cast<std::size_t>(point) - digits.size(), '0');
+  std::string whole = digits.substr(0, static_cast<std::size_t>(point)), fraction = digits.substr(static_cast<std::size_t>(point));
+  return sign + (whole.empty() ? "0" : whole) + (fraction.empty() ? "" : "." + fraction);
+}
+
+CompressionRatio ratio_field(const std::string& line, const nlohmann::json& request, const std::string& source) {
+  if (!request.contains("compression_ratio")) throw InputError(source, "compression_ratio", "missing");
+  const auto& v = request.at("compression_ratio");
+  std::string written;
+  if (v.is_string()) {
+    written = v.get<std::string>();
+  } else if (v.is_number()) {
+    written = raw_number_token(line, "compression_ratio");
+    if (written.empty()) written = v.dump();
+  } else {
+    throw InputError(source, "compression_ratio", "must be decimal text or a number, got " + clip(v.dump()));
+  }
+  const std::string text = plain_decimal(written);
+  try {
+    return parse_compression_ratio(text, source);
+  } catch (const InputError&) {
+    throw InputError(source, "compression_ratio", "must be a decimal number in [0, 1) (as text or a JSON number), got " +
+                                                      clip(v.is_string() ? v.dump() : written));
+  }
+}
+
+const char* to_string(Float32Input mode) { return mode == Float32Input::Strict ? "strict" : "round"; }
+
+ConformCase decode_request(const std::string& line, Flavour flavour, const std::string& source, Float32Input scores_mode) {
   nlohmann::json j;
   try {
     j = nlohmann::json::parse(line);
   } catch (const nlohmann::json::exception& e) {
     throw InputError(source, "request", std::string("not JSON: ") + e.what());
   }
+  if (!j.is_object()) throw InputError(source, "request", "not a JSON object: " + clip(line));
   ConformCase c;
   c.origin = source;
   try {
+    if (!j.contains("method")) throw InputError(source, "method", "missing");
+    if (!j.at("method").is_string()) throw InputError(source, "method", "expected chunkkv or eg-chunkkv, got " + clip(j.at("method").dump()));
     c.params.method = parse_method(j.at("method").get<std::string>(), source);
     c.params.flavour = flavour;
-    c.params.ratio = parse_compression_ratio(raw_number_field(line, "compression_ratio", source), source);
+    c.params.ratio = ratio_field(line, j, source);
     // Hardening (fuzz/conform_protocol_fuzz): nlohmann's get<Index>() of 1e30 and get<float>() of 1e300 are
     // out-of-range conversions (undefined behaviour), and a flat "scores": [1, 2, 3] iterated as 3 heads of
     // one token. A replay line is untrusted input, so types and ranges are checked before converting.
     c.params.chunk_length = integer_field(j, "chunk_length", source);
     c.params.rescue_size = integer_field(j, "rescue_size", source);
-    if (!j.at("entropy_threshold").is_null()) {
-      if (!j.at("entropy_threshold").is_number()) throw InputError(source, "entropy_threshold", "must be a number or null");
+    if (j.contains("entropy_threshold") && !j.at("entropy_threshold").is_null()) {
+      if (!j.at("entropy_threshold").is_number())
+        throw InputError(source, "entropy_threshold", "must be a number or null, got " + clip(j.at("entropy_threshold").dump()));
       c.params.entropy_threshold = j.at("entropy_threshold").get<double>();
     }
+    if (!j.contains("scores")) throw InputError(source, "scores", "missing");
     const auto& scores = j.at("scores");
     if (!scores.is_array() || scores.empty() || !scores.at(0).is_array() || scores.at(0).empty())
-      throw InputError(source, "scores", "must be a non-empty array of rows, each a non-empty array of numbers");
+      throw InputError(source, "scores", "must be a non-empty array of rows, each a non-empty array of numbers, got " +
+                                             clip(scores.dump()));
     c.heads = static_cast<Index>(scores.size());
     c.tokens = static_cast<Index>(scores.at(0).size());
-    for (const auto& row : scores) {
-      if (!row.is_array() || static_cast<Index>(row.size()) != c.tokens) throw InputError(source, "scores", "rows of different lengths");
+    int rounded = 0;
+    std::string example;
+    for (std::size_t h = 0; h < scores.size(); ++h) {
+      const auto& row = scores[h];
+      if (!row.is_array() || static_cast<Index>(row.size()) != c.tokens)
+        throw InputError(source, "scores", "row " + std::to_string(h) + " is not a list of " + std::to_string(c.tokens) +
+                                               " numbers like row 0: " + clip(row.dump()));
       for (const auto& v : row) {
-        if (!v.is_number()) throw InputError(source, "scores", "holds a non-number: " + v.dump());
+        if (!v.is_number()) throw InputError(source, "scores", "holds a non-number: " + clip(v.dump()));
         const double d = v.get<double>();
-        if (!(std::fabs(d) <= static_cast<double>(std::numeric_limits<float>::max())))
+        // Round to nearest float32, ties to even, from the double the text parses to (what Python's
+        // float32(float(text)) does); a value that rounds past float32's largest finite value is refused.
+        const float f = static_cast<float>(d);
+        if (!std::isfinite(d) || !std::isfinite(f))
           throw InputError(source, "scores", "value " + v.dump() + " is outside the float32 range");
-        // The protocol's scores are float32 (kvaudit writes each as the shortest decimal of its float):
-        // a value float32 cannot hold is refused, never rounded.
-        if (static_cast<double>(static_cast<float>(d)) != d)
-          throw InputError(source, "scores", "value " + v.dump() + " is not a float32 value");
-        c.values.push_back(static_cast<float>(d));
+        if (static_cast<double>(f) != d) {
+          if (scores_mode == Float32Input::Strict)
+            throw InputError(source, "scores", "value " + v.dump() + " is not a float32 value (--replay-strict)");
+          if (rounded++ == 0) {
+            char buf[64];
+            auto r = std::to_chars(buf, buf + sizeof buf, static_cast<double>(f));
+            example = v.dump() + " -> " + std::string(buf, r.ptr);
+          }
+        }
+        c.values.push_back(f);
       }
     }
+    if (rounded > 0)
+      c.origin += " (" + std::to_string(rounded) + " score" + (rounded > 1 ? "s" : "") +
+                  " rounded to the nearest float32, e.g. " + example + ")";
   } catch (const nlohmann::json::exception& e) {
     throw InputError(source, "request", e.what());
   }

@@ -45,8 +45,25 @@ std::string json_decimal(const std::string& ratio_text);
 // NaN or infinity; the oracle rejects them anyway).
 std::string encode_request(std::int64_t id, const ConformCase& c);
 
-// Reads a request line back (for `--replay`); the inverse of encode_request. Throws InputError.
-ConformCase decode_request(const std::string& line, Flavour flavour, const std::string& source);
+// How `--replay` reads request scores that are not float32 values. Round: to the nearest float32 (ties to even)
+// of the double the JSON number parses to, the count and an example noted in the case's origin; Strict
+// (--replay-strict): refused with an InputError naming the value. Either way a value beyond float32's range is
+// refused.
+enum class Float32Input { Round, Strict };
+const char* to_string(Float32Input mode);
+
+// Reads a request line back (for `--replay`); the inverse of encode_request. Throws InputError naming the field
+// and showing the offending value.
+ConformCase decode_request(const std::string& line, Flavour flavour, const std::string& source,
+                           Float32Input scores = Float32Input::Round);
+
+// A request's "compression_ratio" (every method): decimal text ("0.75") or a JSON number (0.75, 7.5e-1), read
+// exactly from the line as written. Throws InputError showing the value unless it is a decimal in [0, 1).
+CompressionRatio ratio_field(const std::string& line, const nlohmann::json& request, const std::string& source);
+
+// A JSON number's text as a plain decimal with the same exact value ("7.5e-1" -> "0.75", "-5E-1" -> "-0.5"); text
+// that is not a JSON number (or whose exponent exceeds 4096 in magnitude) comes back unchanged.
+std::string plain_decimal(const std::string& number);
 
 // Parses one response line. Throws ProtocolError (BadJson, WrongId, BadResponse); never judges the positions
 // themselves: range, uniqueness and order are the oracle's rules, so unsorted or duplicate answers pass here.

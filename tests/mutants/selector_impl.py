@@ -44,6 +44,7 @@ MUTANTS = {
     "topup_lowest": "top-up: adds the lowest-scoring leftover tokens",
     "unsorted": "order: kept positions in decreasing order",
     "fallback_shared": "ChunkKV fallback: one head-summed top-k instead of kvpress's per-head top-k",
+    "fallback_per_head": "ChunkKV fallback (exact flavour): each head's own top-k where one shared top-L is required",
 }
 RIGHT = {
     "ties_high": "ties broken toward the higher index everywhere",
@@ -208,7 +209,7 @@ class Impl:
             if self.has("budget_off_by_one"):
                 k -= 1  # the off-by-one mutant targets the chunk count; the fallback keeps the real k
             # kvpress: the inner ScorerPress's per-head top-k. The exact flavour keeps one head-summed top-L.
-            if self.has("fallback_shared") or self.flavour == "exact":
+            if self.has("fallback_shared") or (self.flavour == "exact" and not self.has("fallback_per_head")):
                 x = self.head_sum(scores)
                 return sorted(self.topk(x, range(T), k))
             return [sorted(self.topk(row, range(T), k)) for row in scores]

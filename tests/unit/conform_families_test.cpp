@@ -1,6 +1,7 @@
 // The Page-EntroKV and partition families of `kvaudit conform`, without an implementation process: the
 // checkers against the exact oracles, every rule on a hand-made or searched case, the wire formats, --max-size,
 // hostile replay lines, inconclusive never a pass. (Throughput: benchmarks/conform_judge_bench.cpp.)
+#include <array>
 #include <cmath>
 #include <fstream>
 #include <iostream>
@@ -366,6 +367,39 @@ TEST(ConformFamiliesCli, HostileReplayLinesAreExit2NamingTheField) {
     EXPECT_EQ(run.exit_code, 2) << r.line << "\n" << run.err;
     EXPECT_TRUE(run.out.empty()) << r.line;
     EXPECT_NE(run.err.find(std::string(": ") + r.field + ":"), std::string::npos) << r.line << "\n" << run.err;
+  }
+  std::remove(path.c_str());
+}
+
+// One protocol: every family's rejection shows the offending value, as written.
+TEST(ConformFamiliesCli, HostileReplayLinesShowTheOffendingValue) {
+  const std::string path = "/tmp/kvaudit_conform_families_value_" + std::to_string(::getpid()) + ".jsonl";
+  const std::string chunk = R"({"method": "chunkkv", "scores": [[1, 2]], "compression_ratio": 0.5, "chunk_length": 2, )"
+                            R"("rescue_size": 1, "entropy_threshold": null})";
+  auto edit = [&](const std::string& from, const std::string& to) {
+    std::string s = chunk;
+    s.replace(s.find(from), from.size(), to);
+    return s;
+  };
+  const std::vector<std::array<std::string, 3>> rows = {
+      {"chunkkv", edit("0.5,", R"("0.7.5",)"), R"(compression_ratio: must be a decimal number in [0, 1) (as text or a JSON number), got "0.7.5")"},
+      {"chunkkv", edit("0.5,", "1.5,"), "compression_ratio: must be a decimal number in [0, 1) (as text or a JSON number), got 1.5"},
+      {"eg-chunkkv", edit("\"chunk_length\": 2", "\"chunk_length\": 2.5"), "chunk_length: must be an integer, got 2.5"},
+      {"eg-chunkkv", edit("null}", "\"median\"}"), "entropy_threshold: must be a number or null, got \"median\""},
+      {"partition", R"({"probs": [0.5, "x"], "entropy_budget": 1})", "probs: holds a non-number: \"x\""},
+      {"partition", R"({"probs": {"a": 1}, "entropy_budget": 1})", "probs: must be a non-empty array of numbers, got {\"a\":1}"},
+      {"partition", R"({"probs": [0.5, 0.5], "entropy_budget": "1"})", "entropy_budget: must be a number, got \"1\""},
+      {"partition", R"({"probs": [0.5, 0.5], "entropy_budget": 1, "groups": 3})", "groups: must be null or an integer in [1, n], got 3"},
+      {"page-entrokv", R"({"attention": [[0.5, -0.5]], "group_size": 1})", "value -0.5"},
+      {"page-entrokv", R"({"attention": [[1]], "compression_ratio": "0.5.5"})", "'0.5.5'"},
+  };
+  for (const auto& [method, line, message] : rows) {
+    std::ofstream(path) << line << "\n";
+    auto run = conform_test::run_cli("--method " + method + " --replay " + path + " --impl cat");
+    EXPECT_EQ(run.exit_code, 2) << line << "\n" << run.err;
+    EXPECT_NE(run.err.find("--replay line 1: " + message.substr(0, message.find(':') + 1)), std::string::npos)
+        << line << "\n" << run.err;
+    EXPECT_NE(run.err.find(message), std::string::npos) << line << "\n" << run.err;
   }
   std::remove(path.c_str());
 }

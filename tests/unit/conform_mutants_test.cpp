@@ -25,20 +25,21 @@ struct Mutant {
   const char* flavour;
   const char* name;  // "" = the plain reference transcription
   bool wrong;        // must be killed (true) or must pass (false)
+  const char* rule = "";  // a named mistake (audit/conform/chunk_family.cpp): the rule it must be killed with
 };
 
 // One entry per rule of the spec, per method; see MUTANTS / RIGHT in tests/mutants/selector_impl.py.
 const std::vector<Mutant> kMutants = {
     // EG-ChunkKV, kvpress flavour
-    {"eg-chunkkv", "kvpress", "budget_off_by_one", true},
-    {"eg-chunkkv", "kvpress", "budget_exact", true},
+    {"eg-chunkkv", "kvpress", "budget_off_by_one", true, "budget-off-by-one"},
+    {"eg-chunkkv", "kvpress", "budget_exact", true, "exact-budget"},
     {"eg-chunkkv", "kvpress", "partial_dropped", true},
     {"eg-chunkkv", "kvpress", "partial_merged", true},
-    {"eg-chunkkv", "kvpress", "heads_max", true},
-    {"eg-chunkkv", "kvpress", "heads_first", true},
+    {"eg-chunkkv", "kvpress", "heads_max", true, "heads-max"},
+    {"eg-chunkkv", "kvpress", "heads_first", true, "heads-first"},
     {"eg-chunkkv", "kvpress", "stat_sum", true},
     {"eg-chunkkv", "kvpress", "median_upper", true},
-    {"eg-chunkkv", "kvpress", "median_mean", true},
+    {"eg-chunkkv", "kvpress", "median_mean", true, "median-mean"},
     {"eg-chunkkv", "kvpress", "entropy_log2", true},
     {"eg-chunkkv", "kvpress", "entropy_partial_norm", true},
     {"eg-chunkkv", "kvpress", "entropy_no_rebase", true},
@@ -57,8 +58,8 @@ const std::vector<Mutant> kMutants = {
     {"eg-chunkkv", "kvpress", "ties_high", false},
     {"eg-chunkkv", "kvpress", "float64", false},
     // EG-ChunkKV, exact flavour (seeds: clamped scores, exact budget, free rescue size, fixed thresholds)
-    {"eg-chunkkv", "exact", "budget_float", true},
-    {"eg-chunkkv", "exact", "budget_off_by_one", true},
+    {"eg-chunkkv", "exact", "budget_float", true, "float-budget"},
+    {"eg-chunkkv", "exact", "budget_off_by_one", true, "budget-off-by-one"},
     {"eg-chunkkv", "exact", "gate_spiky_le", true},
     {"eg-chunkkv", "exact", "median_upper", true},
     {"eg-chunkkv", "exact", "entropy_log2", true},
@@ -66,21 +67,22 @@ const std::vector<Mutant> kMutants = {
     {"eg-chunkkv", "exact", "ties_high", false},
     {"eg-chunkkv", "exact", "float64", false},
     // ChunkKV, kvpress flavour
-    {"chunkkv", "kvpress", "budget_off_by_one", true},
-    {"chunkkv", "kvpress", "budget_exact", true},
-    {"chunkkv", "kvpress", "partial_dropped", true},
+    {"chunkkv", "kvpress", "budget_off_by_one", true, "budget-off-by-one"},
+    {"chunkkv", "kvpress", "budget_exact", true, "exact-budget"},
+    {"chunkkv", "kvpress", "partial_dropped", true, "no-partial-chunk"},
     {"chunkkv", "kvpress", "partial_merged", true},
-    {"chunkkv", "kvpress", "heads_max", true},
-    {"chunkkv", "kvpress", "heads_first", true},
+    {"chunkkv", "kvpress", "heads_max", true, "heads-max"},
+    {"chunkkv", "kvpress", "heads_first", true, "heads-first"},
     {"chunkkv", "kvpress", "stat_sum", true},
     {"chunkkv", "kvpress", "walk_ascending", true},
     {"chunkkv", "kvpress", "unsorted", true},
-    {"chunkkv", "kvpress", "fallback_shared", true},
+    {"chunkkv", "kvpress", "fallback_shared", true, "shared-selection"},
     {"chunkkv", "kvpress", "", false},
     {"chunkkv", "kvpress", "ties_high", false},
     {"chunkkv", "kvpress", "float64", false},
     // ChunkKV, exact flavour
-    {"chunkkv", "exact", "budget_float", true},
+    {"chunkkv", "exact", "budget_float", true, "float-budget"},
+    {"chunkkv", "exact", "fallback_per_head", true, "per-head-selection"},
     {"chunkkv", "exact", "", false},
     {"chunkkv", "exact", "ties_high", false},
 };
@@ -148,6 +150,9 @@ TEST(ConformMutants, EveryWrongImplementationIsKilledAndEveryRightOnePasses) {
                              << ", exit " << r.exit_code << "): a corner the generators miss; stderr: " << r.err;
       if (is_killed) {
         const auto& c = r.report["counterexample"];
+        if (*m.rule) {
+          EXPECT_EQ(c["rule"], m.rule) << m.method << "/" << m.flavour << "/" << m.name << ": " << c["message"];
+        }
         EXPECT_NE(c["answer"], c["admissible_answer"]) << m.name;
         EXPECT_LE(c["tokens"].get<int>(), r.report["counterexample"]["original"]["tokens"].get<int>());
         expect_replayable(m, c["request_line"]);
@@ -164,6 +169,47 @@ TEST(ConformMutants, EveryWrongImplementationIsKilledAndEveryRightOnePasses) {
   std::cout << "mutation score: " << killed << "/" << wrong << " wrong implementations killed; " << passed << "/"
             << right << " right implementations passed\n";
   EXPECT_GE(wrong, 20);
+}
+
+// Every named mistake, on real dump rows (data/: SmolLM2's scores.snapkv, every layer, rho 0.5 / 0.75 / 0.9):
+// killed with its rule name, the shrunk counterexample replayable. Two kinds of mistake cannot show on the full
+// rows, so their rows are cut to a real prefix (--max-size): the no-complete-chunk ones need T < the chunk length
+// (20): 16 tokens; ChunkKV's float and exact chunk budgets agree on every row's chunk count (53..62 chunks at rho
+// 0.5 / 0.75 / 0.9): 400 tokens make 20 chunks, where int(20 (1 - 0.9)) = 1 and floor(20 (1 - 0.9)) = 2 part.
+TEST(ConformMutants, NamedMistakesAreKilledWithTheirRuleOnRealDumpRows) {
+  if (!python_available()) GTEST_SKIP() << "SKIPPED: python3 (stdlib) is needed to run the mutants";
+  if (std::system("test -f data/manifest.json") != 0) GTEST_SKIP() << "SKIPPED: no dumps in data/";
+  std::ostringstream table;
+  table << std::left << std::setw(11) << "method" << std::setw(8) << "flavour" << std::setw(20) << "mutant" << std::setw(19)
+        << "rule" << std::setw(7) << "rows" << "original heads x T -> shrunk heads x T, queries, seconds\n";
+  int named = 0;
+  for (const auto& m : kMutants) {
+    if (!*m.rule) continue;
+    ++named;
+    const std::string name = m.name;
+    const bool fallback = name.rfind("fallback_", 0) == 0;
+    const bool chunk_budget = std::string(m.method) == "chunkkv" && (name == "budget_exact" || name == "budget_float");
+    std::string args = "--method " + std::string(m.method) + " --flavour " + m.flavour + " --cases 0 --dumps data" +
+                       (fallback ? " --max-size 16" : chunk_budget ? " --max-size 400" : "") + " --impl " +
+                       quote(impl_command(m));
+    auto r = run_cli(args);
+    ASSERT_TRUE(r.report.is_object()) << m.name << ": no JSON report; stderr: " << r.err;
+    const bool killed = r.exit_code == 1 && r.report["verdict"] == "violates";
+    EXPECT_TRUE(killed) << m.method << "/" << m.flavour << "/" << m.name << " SURVIVED the dump rows (" << r.report["verdict"]
+                        << "); stderr: " << r.err;
+    if (!killed) continue;
+    const auto& c = r.report["counterexample"];
+    EXPECT_EQ(c["rule"], m.rule) << m.method << "/" << m.flavour << "/" << m.name << ": " << c["message"];
+    EXPECT_NE(c["original"]["origin"].get<std::string>().find("dump "), std::string::npos) << c["original"];
+    expect_replayable(m, c["request_line"]);
+    table << std::left << std::setw(11) << m.method << std::setw(8) << m.flavour << std::setw(20) << m.name << std::setw(19)
+          << c["rule"].get<std::string>() << std::setw(7) << r.report["cases"]["judged"].get<int>()
+          << c["original"]["heads"].get<int>() << " x " << c["original"]["tokens"].get<int>() << " -> " << c["heads"].get<int>()
+          << " x " << c["tokens"].get<int>() << ", " << c["shrink"]["candidates_tried"].get<int>() << ", "
+          << std::fixed << std::setprecision(1) << c["shrink"]["seconds"].get<double>() << "\n";
+  }
+  std::cout << table.str();
+  EXPECT_GE(named, 14);
 }
 
 // ---- Page-EntroKV and partitions (tests/mutants/page_impl.py, tests/mutants/partition_impl.py) -----------

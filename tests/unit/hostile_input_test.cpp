@@ -316,9 +316,10 @@ TEST_F(HostileInput, NonNumericFlag) { expect_rejected("page-select --attn " + p
 
 // ---- conform --replay: the request line is untrusted input --------------------------------------------------
 TEST_F(HostileInput, ReplayTruncatedLine) { expect_rejected(replay("replay_truncated.jsonl", "r1.json"), "--replay line 1: request: not JSON", "r1.json"); }
-TEST_F(HostileInput, ReplayRatioExponent) { expect_rejected(replay("replay_rho.jsonl", "r2.json"), "--replay line 1: compression_ratio: not a plain decimal number: '1e5'", "r2.json"); }
+TEST_F(HostileInput, ReplayRatioOutOfRange) { expect_rejected(replay("replay_rho.jsonl", "r2.json"), "--replay line 1: compression_ratio: must be a decimal number in [0, 1) (as text or a JSON number), got 1e5", "r2.json"); }
 TEST_F(HostileInput, ReplayScoreOverflowsFloat32) { expect_rejected(replay("replay_float_overflow.jsonl", "r3.json"), "--replay line 1: scores:", "r3.json"); }
-TEST_F(HostileInput, ReplayScoreNotFloat32) { expect_rejected(replay("replay_not_float32.jsonl", "r10.json"), "--replay line 1: scores: value 0.1 is not a float32 value", "r10.json"); }
+// A score float32 cannot hold is rounded by default (docs/conform.md), refused under --replay-strict.
+TEST_F(HostileInput, ReplayScoreNotFloat32IsRefusedWhenStrict) { expect_rejected(replay("replay_not_float32.jsonl", "r10.json") + " --replay-strict", "--replay line 1: scores: value 0.1 is not a float32 value (--replay-strict)", "r10.json"); }
 TEST_F(HostileInput, ReplayChunkLengthHuge) { expect_rejected(replay("replay_chunk_huge.jsonl", "r4.json"), "--replay line 1: chunk_length: must be an integer", "r4.json"); }
 TEST_F(HostileInput, ReplayChunkLengthFraction) { expect_rejected(replay("replay_chunk_float.jsonl", "r5.json"), "--replay line 1: chunk_length: must be an integer", "r5.json"); }
 TEST_F(HostileInput, ReplayFlatScores) { expect_rejected(replay("replay_flat_scores.jsonl", "r6.json"), "--replay line 1: scores: must be a non-empty array of rows", "r6.json"); }
