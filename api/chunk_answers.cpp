@@ -4,6 +4,7 @@
 #include <set>
 
 #include "audit/budget_match.h"
+#include "audit/chunk_check.h"
 #include "core/compression_ratio.h"
 #include "core/error.h"
 #include "core/select/chunk_select.h"
@@ -88,11 +89,11 @@ Answer check_answer(const SelectorParams& p, const ScoreFile& f, const Selection
   bool decided = false;
   if (canonical_first.value_or(p.flavour == Flavour::Kvpress)) {
     Selection c = oracle::select(f.view(), p);
-    decided = c.kept == claimed.kept;
+    decided = c.kept == audit::normalize_chunk_claim(claimed, f.view(), p).kept;
     if (decided) v = Verdict::conforms();
     if (canonical) *canonical = std::move(c);
   }
-  if (!decided) v = oracle::check_admissible(f.view(), p, claimed);
+  if (!decided) v = audit::check_chunk_claim(f.view(), p, claimed);
   Answer a;
   a.verdict = v.kind;
   a.body = describe_params(p, f);

@@ -36,7 +36,7 @@ Index declared_token_budget(const SelectorParams& p, Index tokens);
 // `select`: what the optimized selector keeps.
 nlohmann::json select_answer(const SelectorParams& p, const ScoreFile& f, const Selection& sel);
 
-// `check`: is `claimed` admissible (the oracle's admissibility procedure)? canonical_first: accept a claim equal
+// `check`: is `claimed` admissible? The one chunk checker (audit/chunk_check.h), mistakes named. canonical_first: accept a claim equal
 // to the oracle's canonical selection without the procedure (sound: the canonical selection is a spec output);
 // default on for the kvpress flavour, whose canonical selection costs microseconds. `canonical` receives it
 // when it was computed.

@@ -16,6 +16,16 @@ struct ConformCase {
   std::string origin;         // "generated seed=S case=N" or "dump <prompt> layer <L>": how to find it again
 
   HeadScores view() const { return {heads, tokens, {values.data(), values.size()}}; }
+
+  // The first `n` tokens of every head (--max-size; a case without its trailing partial chunk).
+  ConformCase prefix(Index n) const {
+    if (n <= 0 || tokens <= n) return *this;
+    ConformCase c = *this;
+    c.values.clear();
+    for (Index h = 0; h < heads; ++h) c.values.insert(c.values.end(), values.begin() + h * tokens, values.begin() + h * tokens + n);
+    c.tokens = n;
+    return c;
+  }
 };
 
 }  // namespace kvaudit::conform
