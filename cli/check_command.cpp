@@ -1,8 +1,8 @@
 // `kvaudit check`: is a claimed selection one ChunkKV / EG-ChunkKV could produce (oracle admissibility)?
-#include <fstream>
 #include <iostream>
 
 #include "cli/command_registry.h"
+#include "cli/json_file.h"
 #include "cli/select_args.h"
 
 namespace {
@@ -27,15 +27,7 @@ kvaudit::Positions read_positions(const nlohmann::json& v, const std::string& pa
 // {"kept": [...]} or, for a per-head selection, {"kept_per_head": [[...], ...]} (takes precedence).
 // Order, duplicates and range are not input errors: they are what the checker judges.
 kvaudit::Selection read_selection(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) throw InputError(path, "file", "cannot open");
-  nlohmann::json j;
-  try {
-    j = nlohmann::json::parse(in);
-  } catch (const nlohmann::json::exception& e) {
-    throw InputError(path, "json", std::string("not valid JSON: ") + e.what());
-  }
-  if (!j.is_object()) throw InputError(path, "json", "expected an object with \"kept\"");
+  const nlohmann::json j = kvaudit::cli::read_json_object(path, "\"kept\"");
   kvaudit::Selection sel;
   if (j.contains("kept_per_head")) {
     const auto& heads = j["kept_per_head"];

@@ -1,11 +1,11 @@
 // `kvaudit check-pages`: is a claimed Page-EntroKV selection (kept pages per KV group of one layer) one the
 // specification produces, under the precision the implementation computes in? The one page checker
 // (audit/page_check.h), as kvaudit.check_pages and conform ask it. Exit 0 admissible, 1 not, 3 inconclusive.
-#include <fstream>
 #include <iostream>
 
 #include "api/page_answers.h"
 #include "cli/command_registry.h"
+#include "cli/json_file.h"
 #include "cli/paging_input.h"
 
 namespace {
@@ -36,15 +36,8 @@ std::vector<std::vector<Index>> lists(const nlohmann::json& v, const std::string
 
 // {"kept_pages": [[...], ...]} with optional "kept_tokens": [[...], ...]. Order and range are judged, not rejected.
 kvaudit::audit::PageClaim read_claim(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) throw InputError(path, "file", "cannot open");
-  nlohmann::json j;
-  try {
-    j = nlohmann::json::parse(in);
-  } catch (const nlohmann::json::exception& e) {
-    throw InputError(path, "json", std::string("not valid JSON: ") + e.what());
-  }
-  if (!j.is_object() || !j.contains("kept_pages")) throw InputError(path, "kept_pages", "missing");
+  const nlohmann::json j = kvaudit::cli::read_json_object(path, "\"kept_pages\"");
+  if (!j.contains("kept_pages")) throw InputError(path, "kept_pages", "missing");
   kvaudit::audit::PageClaim c{lists(j["kept_pages"], path, "kept_pages"), std::nullopt};
   if (j.contains("kept_tokens") && !j["kept_tokens"].is_null()) c.kept_tokens = lists(j["kept_tokens"], path, "kept_tokens");
   return c;
