@@ -32,8 +32,9 @@ struct AuditContext {
 //                "series": [ {"name": "...", "points": [[x, y], ...]} ]} ],
 //   "findings": [ {"id": "...", "rule": "...", "verdict": "violates"|"conforms"|"inconclusive"|"not-run",
 //                  "message": "...", "reproduce": "kvaudit ... (exact command)", "counterexample": {...}} ],
-//   "claims": [ {"claim": "...", "source": "seed 002", "measured": "...",
-//                "verdict": "confirmed"|"refuted"|"not-testable", "why": "..."} ]
+//   "claims": [ to_json(ClaimRow) (audit/claims.h): {"claim", "source", "measured", "why", "kind", "protocol",
+//                "stand_in"?, "evidence", "observations", "source_observations"?, "interval"?, "proof"?,
+//                "verdict": judge_claim(row)} ]
 // }
 using Section = nlohmann::json;
 using Stage = std::function<Section(const AuditContext&)>;

@@ -1,7 +1,7 @@
 // The seeds claim EG-ChunkKV and ChunkKV are "budget-matched by construction" and that EG-ChunkKV keeps
 // "exactly max(1, floor((1 - rho) T))". Both are checked here on the grid of settings the seeds report.
 #include "audit/budget_match.h"
-#include "audit/verdict_text.h"
+#include "audit/claims.h"
 
 #include <algorithm>
 #include <cstdio>
@@ -154,18 +154,35 @@ Section budget_match_section(const AuditContext& ctx) {
   char measured[160];
   std::snprintf(measured, sizeof measured, "%lld of %lld (T, cr, c) grid cases differ", static_cast<long long>(mismatched),
                 static_cast<long long>(total));
-  section["claims"] = json::array(
-      {{{"claim", "EG-ChunkKV and ChunkKV are budget-matched by construction"}, {"source", "seed 001 (PR description)"},
-        {"measured", measured}, {"verdict", mismatched ? to_string(ClaimVerdict::Refuted) : to_string(ClaimVerdict::Confirmed)},
-        {"why", mismatched ? "smallest counterexample: " + smallest_mismatch.dump() : "no (T, cr, c) in the grid differs"}},
-       {{"claim", "EG-ChunkKV keeps exactly max(1, floor((1 - rho) T)) tokens"}, {"source", "seed 001 (PR description)"},
-        {"measured", std::to_string(exact_float_diverged) + " of " + std::to_string(cases_float_vs_exact) +
-                         " grid cases where kvpress's int(T*(1-rho)) differs"},
-        {"verdict", exact_float_diverged ? to_string(ClaimVerdict::Refuted) : to_string(ClaimVerdict::Confirmed)},
-        {"why", exact_float_diverged ? "smallest counterexample: " + smallest_divergence.dump() : "float and exact budgets agree on the grid"}},
-       {{"claim", "L = max(1, floor(1 - rho) * T) (formula as printed)"}, {"source", "seed 000"},
-        {"measured", "floor(1 - rho) = 0 for every rho > 0, so the printed formula keeps 1 token"}, {"verdict", to_string(ClaimVerdict::Refuted)},
-        {"why", "a typo: the PR text states floor((1 - rho) T); the toolkit uses the PR's formula"}}});
+  // All three are for-all statements about formulas, judged on the formulas themselves (kvpress 0.5.5's rules):
+  // one grid case that differs refutes; a grid without one is a sample of the settings, not all of them.
+  const ClaimRow matched{
+      .claim = "EG-ChunkKV and ChunkKV are budget-matched by construction",
+      .source = "seed 001 (PR description)",
+      .measured = measured,
+      .why = mismatched ? "smallest counterexample: " + smallest_mismatch.dump() : "no (T, cr, c) in the grid differs",
+      .kind = ClaimKind::Universal,
+      .evidence = mismatched ? Evidence::Counterexample : Evidence::HoldsOnSample,
+      .observations = total};
+  const ClaimRow exact{
+      .claim = "EG-ChunkKV keeps exactly max(1, floor((1 - rho) T)) tokens",
+      .source = "seed 001 (PR description)",
+      .measured = std::to_string(exact_float_diverged) + " of " + std::to_string(cases_float_vs_exact) +
+                  " grid cases where kvpress's int(T*(1-rho)) differs",
+      .why = exact_float_diverged ? "smallest counterexample: " + smallest_divergence.dump() : "float and exact budgets agree on the grid",
+      .kind = ClaimKind::Universal,
+      .evidence = exact_float_diverged ? Evidence::Counterexample : Evidence::HoldsOnSample,
+      .observations = cases_float_vs_exact};
+  // The printed formula fails at every rho > 0; one case (rho = 0.5, any T > 2) shows it.
+  const ClaimRow printed{
+      .claim = "L = max(1, floor(1 - rho) * T) (formula as printed)",
+      .source = "seed 000",
+      .measured = "floor(1 - rho) = 0 for every rho > 0, so the printed formula keeps 1 token",
+      .why = "a typo: the PR text states floor((1 - rho) T); the toolkit uses the PR's formula",
+      .kind = ClaimKind::Universal,
+      .evidence = Evidence::Counterexample,
+      .observations = 1};
+  section["claims"] = json::array({to_json(matched), to_json(exact), to_json(printed)});
   return section;
 }
 

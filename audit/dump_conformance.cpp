@@ -2,7 +2,7 @@
 // and judges the positions it kept. The dump (not this file) guarantees the scores are the press's inputs:
 // the exporter asserted bit equality of scores.snapkv and the scores the press's inner scorer returned.
 #include "audit/dump_conformance.h"
-#include "audit/verdict_text.h"
+#include "audit/claims.h"
 
 #include <algorithm>
 #include <map>
@@ -213,14 +213,17 @@ Section dump_conformance_section(const AuditContext& ctx) {
       }
     }
   }
+  // A for-all statement about the released code path, judged on what that code kept: one pair that differs refutes.
   if (compared > 0) {
-    sec["claims"].push_back({{"claim", "EntropyGatedChunkKVPress keeps the same number of tokens as ChunkKVPress (\"matching the budget of ChunkKVPress\")"},
-                             {"source", "kvpress 0.5.5 EntropyGatedChunkKVPress docstring"},
-                             {"measured", std::to_string(differ) + " of " + std::to_string(compared) +
-                                              " (prompt, layer, ratio, ChunkKV variant over the same inner scorer) pairs differ" +
-                                              (example.empty() ? "" : "; e.g. " + example)},
-                             {"verdict", differ == 0 ? to_string(ClaimVerdict::Confirmed) : to_string(ClaimVerdict::Refuted)},
-                             {"why", "counts of positions the released presses actually kept, recorded by tools/export"}});
+    sec["claims"].push_back(to_json(ClaimRow{
+        .claim = "EntropyGatedChunkKVPress keeps the same number of tokens as ChunkKVPress (\"matching the budget of ChunkKVPress\")",
+        .source = "kvpress 0.5.5 EntropyGatedChunkKVPress docstring",
+        .measured = std::to_string(differ) + " of " + std::to_string(compared) +
+                    " (prompt, layer, ratio, ChunkKV variant over the same inner scorer) pairs differ" + (example.empty() ? "" : "; e.g. " + example),
+        .why = "counts of positions the released presses actually kept, recorded by tools/export",
+        .kind = ClaimKind::Universal,
+        .evidence = differ ? Evidence::Counterexample : Evidence::HoldsOnSample,
+        .observations = compared}));
   }
 
   // Same docstring: "The number of retained tokens is exactly (1 - compression_ratio) * kv_len". Read
@@ -241,13 +244,16 @@ Section dump_conformance_section(const AuditContext& ctx) {
     }
   }
   if (eg_cases > 0) {
-    sec["claims"].push_back({{"claim", "EntropyGatedChunkKVPress retains exactly (1 - compression_ratio) * kv_len tokens"},
-                             {"source", "kvpress 0.5.5 EntropyGatedChunkKVPress docstring"},
-                             {"measured", std::to_string(eg_off) + " of " + std::to_string(eg_cases) +
-                                              " recorded selections differ from the exact budget max(1, floor((1 - rho) T))" +
-                                              (eg_example.empty() ? "" : "; e.g. " + eg_example)},
-                             {"verdict", eg_off == 0 ? to_string(ClaimVerdict::Confirmed) : to_string(ClaimVerdict::Refuted)},
-                             {"why", "kvpress computes int(T * (1 - rho)) in IEEE double: 1 - 0.8 = 0.19999999999999996, so T * (1 - rho) falls just below the integer (1 - rho) T whenever that is one"}});
+    sec["claims"].push_back(to_json(ClaimRow{
+        .claim = "EntropyGatedChunkKVPress retains exactly (1 - compression_ratio) * kv_len tokens",
+        .source = "kvpress 0.5.5 EntropyGatedChunkKVPress docstring",
+        .measured = std::to_string(eg_off) + " of " + std::to_string(eg_cases) +
+                    " recorded selections differ from the exact budget max(1, floor((1 - rho) T))" + (eg_example.empty() ? "" : "; e.g. " + eg_example),
+        .why = "kvpress computes int(T * (1 - rho)) in IEEE double: 1 - 0.8 = 0.19999999999999996, so T * (1 - rho) falls just below the "
+               "integer (1 - rho) T whenever that is one",
+        .kind = ClaimKind::Universal,
+        .evidence = eg_off ? Evidence::Counterexample : Evidence::HoldsOnSample,
+        .observations = eg_cases}));
   }
 
   // The released presses against the specification, per inner scorer.
@@ -263,14 +269,21 @@ Section dump_conformance_section(const AuditContext& ctx) {
       per_scorer += (per_scorer.empty() ? "" : "; ") + scorer.substr(scorer.find('.') + 1) + " " + std::to_string(n.conforming) + "/" +
                     std::to_string(n.total());
     const bool open = all.inconclusive + all.not_run > 0;
-    sec["claims"].push_back({{"claim", "ChunkKVPress and EntropyGatedChunkKVPress (kvpress 0.5.5) select as specified: every recorded selection is admissible"},
-                             {"source", "docs/specification.md sections 2-3, kvpress 0.5.5"},
-                             {"measured", std::to_string(all.conforming) + " of " + std::to_string(all.total()) + " admissible (" + per_scorer + "; " +
-                                              std::to_string(canonical) + " equal to the canonical selection), " +
-                                              std::to_string(all.violating) + " violating, " + std::to_string(all.inconclusive) + " inconclusive, " +
-                                              std::to_string(all.not_run) + " not run" + (ctx.quick ? " (quick: layers 0, L/2, L-1)" : "")},
-                             {"verdict", all.violating > 0 ? to_string(ClaimVerdict::Refuted) : open ? to_string(ClaimVerdict::Inconclusive) : to_string(ClaimVerdict::Confirmed)},
-                             {"why", "the oracle's admissibility check (kvpress flavour, lower median) on the scores each press ranked, every prompt, layer, press and ratio"}});
+    // Scoped to the recorded selections ("every recorded selection"), so checking each of them is every case;
+    // --quick checks three layers per prompt, a sample.
+    sec["claims"].push_back(to_json(ClaimRow{
+        .claim = "ChunkKVPress and EntropyGatedChunkKVPress (kvpress 0.5.5) select as specified: every recorded selection is admissible",
+        .source = "docs/specification.md sections 2-3, kvpress 0.5.5",
+        .measured = std::to_string(all.conforming) + " of " + std::to_string(all.total()) + " admissible (" + per_scorer + "; " +
+                    std::to_string(canonical) + " equal to the canonical selection), " + std::to_string(all.violating) + " violating, " +
+                    std::to_string(all.inconclusive) + " inconclusive, " + std::to_string(all.not_run) + " not run" +
+                    (ctx.quick ? " (quick: layers 0, L/2, L-1)" : ""),
+        .why = "the oracle's admissibility check (kvpress flavour, lower median) on the scores each press ranked, every prompt, layer, "
+               "press and ratio",
+        .kind = ClaimKind::Universal,
+        .evidence = all.violating > 0 ? Evidence::Counterexample : open ? Evidence::Incomplete
+                    : ctx.quick ? Evidence::HoldsOnSample : Evidence::HoldsOnEveryCase,
+        .observations = all.total()}));
   }
 
   Index max_tokens = 0;

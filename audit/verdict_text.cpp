@@ -9,6 +9,9 @@ const char* to_string(ClaimVerdict v) {
   switch (v) {
     case ClaimVerdict::Confirmed: return "confirmed";
     case ClaimVerdict::Refuted: return "refuted";
+    case ClaimVerdict::Consistent: return "consistent";
+    case ClaimVerdict::NotReproduced: return "not-reproduced";
+    case ClaimVerdict::ByConstruction: return "by-construction";
     case ClaimVerdict::NotTestable: return "not-testable";
     case ClaimVerdict::Inconclusive: return "inconclusive";
   }
@@ -22,7 +25,8 @@ VerdictKind parse_verdict_kind(const std::string& text) {
 }
 
 ClaimVerdict parse_claim_verdict(const std::string& text) {
-  for (ClaimVerdict v : {ClaimVerdict::Confirmed, ClaimVerdict::Refuted, ClaimVerdict::NotTestable, ClaimVerdict::Inconclusive})
+  for (ClaimVerdict v : {ClaimVerdict::Confirmed, ClaimVerdict::Refuted, ClaimVerdict::Consistent, ClaimVerdict::NotReproduced,
+                         ClaimVerdict::ByConstruction, ClaimVerdict::NotTestable, ClaimVerdict::Inconclusive})
     if (text == to_string(v)) return v;
   throw std::invalid_argument("not a claim verdict: '" + text + "'");
 }

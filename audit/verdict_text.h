@@ -11,10 +11,13 @@
 namespace kvaudit::audit {
 
 // The report document's schema id (docs/audit.md).
-inline constexpr const char* kReportSchema = "kvaudit-report/1";
+inline constexpr const char* kReportSchema = "kvaudit-report/2";
 
-// What a claim row concludes from its evidence.
-enum class ClaimVerdict { Confirmed, Refuted, NotTestable, Inconclusive };
+// What a claim row concludes from its evidence (audit/claims.h judge_claim decides which, by the claim's kind).
+// consistent: the evidence agrees with the claim but cannot settle it (a stand-in, a straddling interval, a
+// sample); not-reproduced: a stand-in or a sample did not show it, which does not refute it; by-construction: true
+// by the method's definition, with a named proof and a check that could have failed.
+enum class ClaimVerdict { Confirmed, Refuted, Consistent, NotReproduced, ByConstruction, NotTestable, Inconclusive };
 
 const char* to_string(ClaimVerdict v);
 

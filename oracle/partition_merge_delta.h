@@ -24,6 +24,11 @@ struct MergeRecord {
   double residual_extended = 0.0;  // from 332-bit arithmetic on exact block masses
 };
 
+// The most a 332-bit residual may be where the identity is exact (proof 01): 332-bit h values carry a relative
+// error near 2^-332, so a residual summed over at most a few thousand masses of at most 1 stays far below 2^-300;
+// one above it means the identity failed, not rounding. Proof 01's check and the audit's merge-identity row use it.
+inline constexpr double kMergeResidualBound = 0x1p-300;
+
 struct MergeBookkeeping {
   std::vector<MergeRecord> steps;
   double max_residual_double = 0.0, max_residual_extended = 0.0;

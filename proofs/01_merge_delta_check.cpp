@@ -106,7 +106,7 @@ std::string check_sequence(const std::vector<double>& p, const std::vector<Index
   }
   const auto book = kvaudit::oracle::merge_bookkeeping(p, steps);
   if (!book.all_deltas_nonnegative) return "oracle: a Delta < 0";
-  if (book.max_residual_extended > std::ldexp(1.0, -300)) return "oracle: 332-bit residual above 2^-300";
+  if (book.max_residual_extended > kvaudit::oracle::kMergeResidualBound) return "oracle: 332-bit residual above 2^-300";
   if (book.final_cuts != std::vector<Index>(b.end.begin(), b.end.end() - 1)) return "oracle: final cuts differ";
   return "";
 }

@@ -22,7 +22,9 @@ std::string cell_text(const nlohmann::json& value);
 nlohmann::json claims_table(const nlohmann::json& report);
 nlohmann::json summary_table(const nlohmann::json& section);
 // The one-screen overview: finding verdicts counted per model (rows) and stage (columns), "all" for what no
-// model owns; and the claims scoreboard, one row per claim, one column per model, the verdict in each cell.
+// model owns; and the claims scoreboard, one row per claim, one column per model, the verdict in each cell, its
+// rows grouped (first column): refuted on anyone's data (universal claims with counterexamples), measured on
+// stand-ins, holds by construction, other verdicts on the claim's own object, not testable here.
 nlohmann::json verdict_counts_table(const nlohmann::json& report);
 nlohmann::json claims_scoreboard(const nlohmann::json& report);
 // A counterexample as rows of (field, value): nested objects flattened to dotted names, long arrays

@@ -17,7 +17,7 @@ void table(std::ostringstream& h, const nlohmann::json& columns, const nlohmann:
     for (const auto& c : r) {
       std::string t = cell_text(c);
       std::string cls = (t == "refuted" || t == "violates" || t == "failed") ? " class=\"bad\""
-                        : (t == "confirmed" || t == "conforms" || t == "ran") ? " class=\"good\"" : "";
+                        : (t == "confirmed" || t == "by-construction" || t == "conforms" || t == "ran") ? " class=\"good\"" : "";
       h << "<td" << cls << ">" << esc(t) << "</td>";
     }
     h << "</tr>";

@@ -4,6 +4,8 @@
 #include <set>
 #include <stdexcept>
 
+#include "audit/claims.h"
+
 namespace kvaudit::reports {
 namespace {
 
@@ -32,6 +34,31 @@ void validate_chart(const nlohmann::json& c, const std::string& where) {
   }
 }
 
+// A claim row carries its kind, protocol, evidence and n, an interval where its kind needs one, a proof where it
+// is by construction, and the verdict the one judge gives that evidence: a verdict written by hand (or by an
+// older writer) that the evidence cannot carry is rejected here.
+void validate_claim(const nlohmann::json& c, const std::string& where) {
+  require(c.is_object() && c.contains("claim") && c.contains("source") && c.contains("measured") && c.contains("verdict") &&
+              c["verdict"].is_string(),
+          where, "claim needs claim, source, measured, verdict");
+  audit::ClaimVerdict verdict{};
+  audit::ClaimRow row;
+  try {
+    verdict = audit::parse_claim_verdict(c["verdict"].get<std::string>());
+    row = audit::claim_row_from_json(c);
+  } catch (const std::exception& e) {
+    throw std::invalid_argument("report: " + where + ": claim '" + c.value("claim", "") +
+                                "' needs kind, protocol, evidence, observations and a known verdict (" + e.what() + ")");
+  }
+  const bool needs_interval = (row.kind == audit::ClaimKind::Comparative || row.kind == audit::ClaimKind::Statistical) &&
+                              verdict != audit::ClaimVerdict::NotTestable;
+  require(!needs_interval || c.contains("interval"), where, "a " + std::string(audit::to_string(row.kind)) + " claim needs an interval: " + row.claim);
+  require(verdict != audit::ClaimVerdict::ByConstruction || !row.proof.empty(), where, "a by-construction claim names its proof: " + row.claim);
+  require(row.protocol != audit::Protocol::StandIn || !row.stand_in.empty(), where, "a stand-in says what stands in for what: " + row.claim);
+  require(verdict == audit::judge_claim(row), where,
+          "claim '" + row.claim + "' says " + audit::to_string(verdict) + ", its evidence carries " + audit::to_string(audit::judge_claim(row)));
+}
+
 }  // namespace
 
 void validate_report(const nlohmann::json& r) {
@@ -45,13 +72,6 @@ void validate_report(const nlohmann::json& r) {
   auto is_verdict = [](const nlohmann::json& v) {
     try {
       return v.is_string() && (audit::parse_verdict_kind(v.get<std::string>()), true);
-    } catch (const std::invalid_argument&) {
-      return false;
-    }
-  };
-  auto is_claim_verdict = [](const nlohmann::json& v) {
-    try {
-      return v.is_string() && (audit::parse_claim_verdict(v.get<std::string>()), true);
     } catch (const std::invalid_argument&) {
       return false;
     }
@@ -70,12 +90,10 @@ void validate_report(const nlohmann::json& r) {
               where + ".findings", "finding needs id, verdict, message");
       if (audit::parse_verdict_kind(f["verdict"]) == VerdictKind::Violates) require(f.contains("reproduce") && f["reproduce"].is_string(), where + ".findings", "a violation needs a reproduce command");
     }
-    for (const auto& c : s.value("claims", nlohmann::json::array()))
-      require(c.contains("claim") && c.contains("source") && c.contains("measured") && c.contains("verdict") &&
-                  is_claim_verdict(c["verdict"]),
-              where + ".claims", "claim needs claim, source, measured, verdict confirmed|refuted|not-testable|inconclusive");
+    for (const auto& c : s.value("claims", nlohmann::json::array())) validate_claim(c, where + ".claims");
   }
   require(r.contains("claims") && r["claims"].is_array(), "claims", "missing");
+  for (const auto& c : r["claims"]) validate_claim(c, "claims");
 }
 
 }  // namespace kvaudit::reports

@@ -1,4 +1,4 @@
-// The audit report document (schema "kvaudit-report/1", documented in docs/audit.md).
+// The audit report document (schema "kvaudit-report/2", documented in docs/audit.md).
 #pragma once
 
 #include <string>

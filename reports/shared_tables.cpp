@@ -1,6 +1,7 @@
 // Tables that report.md and report.html render identically.
 #include <algorithm>
 #include <functional>
+#include <iterator>
 #include <map>
 #include <vector>
 
@@ -8,12 +9,37 @@
 
 namespace kvaudit::reports {
 
+namespace {
+
+// "n = 80 (source: 2240)": the n behind the measured value beside the source's, where it states one.
+std::string observations_text(const nlohmann::json& c) {
+  if (!c.contains("observations")) return "-";
+  std::string text = "n = " + cell_text(c["observations"]);
+  if (c.contains("source_observations")) text += " (source: " + cell_text(c["source_observations"]) + ")";
+  return text;
+}
+
+// What the verdict rests on besides the count: the interval with its method, or the proof.
+std::string basis_text(const nlohmann::json& c) {
+  std::string text;
+  if (c.contains("interval"))
+    text = "[" + cell_text(c["interval"]["lower"]) + ", " + cell_text(c["interval"]["upper"]) + "] " + c["interval"].value("method", "");
+  if (c.contains("proof")) text += (text.empty() ? "" : "; ") + std::string("proof: ") + c["proof"].get<std::string>();
+  return text.empty() ? "-" : text;
+}
+
+}  // namespace
+
 nlohmann::json claims_table(const nlohmann::json& report) {
   nlohmann::json rows = nlohmann::json::array();
-  for (const auto& c : report["claims"])
-    rows.push_back({c.value("source", ""), c.value("claim", ""), c.value("model", "all"), c.value("prompt", "all"),
+  for (const auto& c : report["claims"]) {
+    const std::string protocol = c.value("protocol", "-");
+    rows.push_back({c.value("source", ""), c.value("claim", ""), c.value("model", "all"), c.value("prompt", "all"), c.value("kind", "-"),
+                    protocol == "stand-in" ? "stand-in: " + c.value("stand_in", "") : protocol, observations_text(c), basis_text(c),
                     cell_text(c["measured"]), c.value("verdict", ""), c.value("why", "")});
-  return {{"columns", {"source", "claim", "model", "prompt", "measured", "verdict", "why"}}, {"rows", rows}};
+  }
+  return {{"columns", {"source", "claim", "model", "prompt", "kind", "protocol", "n", "interval / proof", "measured", "verdict", "why"}},
+          {"rows", rows}};
 }
 
 nlohmann::json summary_table(const nlohmann::json& section) {
@@ -59,27 +85,55 @@ nlohmann::json verdict_counts_table(const nlohmann::json& report) {
   return {{"columns", columns}, {"rows", rows}};
 }
 
+namespace {
+
+// The scoreboard's groups, in the order it shows them. A claim belongs to the first group any of its rows fits.
+constexpr const char* kScoreGroups[] = {
+    "refuted on anyone's data",  // universal claims with a counterexample: no other model or data set can save them
+    "measured on stand-ins",     // another model, metric or protocol: consistent or not reproduced, never settled
+    "holds by construction",     // true by the method's definition, with the proof named
+    "other verdicts on the claim's own object",
+    "not testable here"};
+
+std::size_t score_group(const nlohmann::json& c) {
+  if (c.value("kind", "") == "universal" && c.value("verdict", "") == "refuted") return 0;
+  if (c.value("protocol", "") == "stand-in") return 1;
+  if (c.value("kind", "") == "by-construction") return 2;
+  if (c.value("kind", "") == "not-testable" || c.value("verdict", "") == "not-testable") return 4;
+  return 3;
+}
+
+}  // namespace
+
 nlohmann::json claims_scoreboard(const nlohmann::json& report) {
   const std::vector<std::string> models = model_order(report);
-  nlohmann::json columns = {"source", "claim"};
+  nlohmann::json columns = {"group", "source", "claim"};
   for (const auto& m : models) columns.push_back(m);
-  std::vector<std::string> order;                                     // claims in first-seen order
-  std::map<std::string, std::pair<std::string, std::map<std::string, std::string>>> cells;  // claim -> (source, model -> verdict)
+  std::vector<std::string> order;  // claims in first-seen order
+  struct Cells {
+    std::string source;
+    std::size_t group = std::size(kScoreGroups);
+    std::map<std::string, std::string> by_model;  // model -> verdict
+  };
+  std::map<std::string, Cells> cells;
   for (const auto& c : report["claims"]) {
     const std::string claim = c.value("claim", "");
     if (!cells.count(claim)) order.push_back(claim);
-    auto& [source, by_model] = cells[claim];
-    source = c.value("source", "");
-    std::string& cell = by_model[c.value("model", "all")];
+    Cells& k = cells[claim];
+    k.source = c.value("source", "");
+    k.group = std::min(k.group, score_group(c));
+    std::string& cell = k.by_model[c.value("model", "all")];
     const std::string verdict = c.value("verdict", "");
     if (cell.empty()) cell = verdict;
     else if (cell.find(verdict) == std::string::npos) cell += " / " + verdict;  // several prompts disagree
   }
+  // Grouped, and in first-seen order inside a group.
+  std::stable_sort(order.begin(), order.end(), [&](const std::string& a, const std::string& b) { return cells[a].group < cells[b].group; });
   nlohmann::json rows = nlohmann::json::array();
   for (const auto& claim : order) {
-    const auto& [source, by_model] = cells[claim];
-    nlohmann::json row = {source, claim};
-    for (const auto& m : models) row.push_back(by_model.count(m) ? by_model.at(m) : "-");
+    const Cells& k = cells[claim];
+    nlohmann::json row = {kScoreGroups[k.group], k.source, claim};
+    for (const auto& m : models) row.push_back(k.by_model.count(m) ? k.by_model.at(m) : "-");
     rows.push_back(row);
   }
   return {{"columns", columns}, {"rows", rows}};

@@ -9,8 +9,10 @@
 #include <regex>
 #include <set>
 #include <sstream>
+#include <string>
 #include <sys/wait.h>
 #include <unistd.h>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -112,6 +114,23 @@ TEST_F(AuditReport, OverviewAndClaimsAreGroupedByModel) {
   for (const auto& c : r["claims"])
     if (c.contains("model")) claim_models.insert(c["model"].get<std::string>());
   EXPECT_EQ(claim_models, models) << "every model carries claims of its own";
+  // The scoreboard's rows come in groups, each group once, in its order; the claims are typed (validate_report
+  // re-judges each row) and no stand-in row settles its claim.
+  ASSERT_EQ(board["columns"][0], "group");
+  std::vector<std::string> groups;
+  for (const auto& row : board["rows"])
+    if (groups.empty() || groups.back() != row[0]) groups.push_back(row[0].get<std::string>());
+  EXPECT_EQ(std::set<std::string>(groups.begin(), groups.end()).size(), groups.size()) << board["rows"].dump();
+  EXPECT_EQ(groups.front(), "refuted on anyone's data");
+  for (const auto& c : r["claims"]) {
+    if (c["protocol"] == "stand-in") {
+      EXPECT_TRUE(c["verdict"] != "confirmed" && c["verdict"] != "refuted") << c.dump();
+    }
+    if (c["claim"].get<std::string>().find("exactly 1.000") != std::string::npos) {
+      EXPECT_EQ(c["verdict"], "by-construction") << c.dump();
+      EXPECT_EQ(c["proof"], "proofs/05_page_accounting.md");
+    }
+  }
   const json counts = kvaudit::reports::verdict_counts_table(r);
   EXPECT_EQ(counts["columns"].size(), r["sections"].size() + 1);
   const std::string html = slurp(dir_ / "report.html");

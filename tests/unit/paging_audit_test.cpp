@@ -70,6 +70,21 @@ TEST(PagingAudit, SyntheticNeedleDump) {
   EXPECT_EQ(s["summary"]["masquerade_without_isolation"], 6);
   EXPECT_EQ(s["summary"]["masquerade_with_isolation"], 0);
   ASSERT_EQ(s["claims"].size(), 4u);
+  // The claims are typed: union = 1.000 holds by construction with its proof; no stand-in row settles its claim.
+  for (const auto& c : s["claims"]) {
+    if (c["claim"].get<std::string>().find("exactly 1.000") != std::string::npos) {
+      EXPECT_EQ(c["kind"], "by-construction");
+      EXPECT_EQ(c["proof"], "proofs/05_page_accounting.md");
+      EXPECT_EQ(c["verdict"], "by-construction") << c.dump();
+      EXPECT_GT(c["observations"].get<Index>(), 0);
+    }
+    if (c["protocol"] == "stand-in") {
+      EXPECT_TRUE(c["verdict"] != "confirmed" && c["verdict"] != "refuted") << c.dump();
+    }
+    if (c["kind"] == "statistical") {
+      EXPECT_TRUE(c.contains("interval")) << c.dump();
+    }
+  }
   // The needle row: entropy pooling keeps the whole needle in every (layer, group).
   bool found = false;
   for (const auto& t : s["tables"])
