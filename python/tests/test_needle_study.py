@@ -56,6 +56,7 @@ def test_shipped_records_schema_provenance_counts(model):
     assert study["threads"] >= 1 and study["seed"] is not None and study["command"]
     # Counts: every completed haystack has every condition in both modes; at least one haystack.
     n = study["completed_haystacks"]
+    assert study["status"] == "complete", f"study.json status {study['status']!r}: the run did not finish"
     assert n >= 1
     assert len(records) == n * len(study["modes"]) * len(study["conditions"])
     if n < study["planned_haystacks"]:
