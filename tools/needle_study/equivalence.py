@@ -46,6 +46,25 @@ def main():
     pipe, info = ns.load(a.gguf, a.model_id)
     filler = ns.filler_paragraphs()
     rows = []
+
+    def write(status):
+        n_equal = sum(r["equal"] for r in rows)
+        report = {"schema": "kvaudit-needle-equivalence/1", "model": info, "packages": ns.package_versions(),
+                  "command": shlex.join(sys.argv), "threads": a.threads, "seed": a.seed, "tokens": a.tokens,
+                  "haystacks_planned": list(range(a.first, a.first + a.haystacks)), "conditions": names,
+                  "status": status, "haystacks_done": sorted({r["haystack"] for r in rows}),
+                  "comparisons": len(rows), "equal": n_equal,
+                  "both_error": sum(r["equal"] and r["shared_error"] is not None for r in rows),
+                  "verdict": "equal" if rows and n_equal == len(rows) else "differs",
+                  "wall_s": round(time.time() - t0, 1),
+                  "written_utc": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"), "rows": rows}
+        os.makedirs(os.path.dirname(os.path.abspath(a.out)), exist_ok=True)
+        with open(a.out + ".tmp", "w", encoding="utf-8") as f:
+            json.dump(report, f, indent=1)
+            f.write("\n")
+        os.replace(a.out + ".tmp", a.out)
+        return report
+
     for i in range(a.first, a.first + a.haystacks):
         spec = ns.haystack_spec(a.seed, i)
         prefix, question_text = spec["answer_prefix"], spec["question"]
@@ -69,21 +88,10 @@ def main():
                              "shared_error": rec["error"], "pipeline_error": error,
                              "context_tokens": rec["context_tokens"]})
                 print(f"[{i} {mode} {rec['condition']}] equal={equal} {answer!r}", flush=True)
+            write("running")  # after every (haystack, mode): a cut run keeps what it compared
         del question_text
-    n_equal = sum(r["equal"] for r in rows)
-    report = {"schema": "kvaudit-needle-equivalence/1", "model": info, "packages": ns.package_versions(),
-              "command": shlex.join(sys.argv), "threads": a.threads, "seed": a.seed, "tokens": a.tokens,
-              "haystacks": list(range(a.first, a.first + a.haystacks)), "conditions": names,
-              "comparisons": len(rows), "equal": n_equal,
-              "both_error": sum(r["equal"] and r["shared_error"] is not None for r in rows),
-              "verdict": "equal" if rows and n_equal == len(rows) else "differs",
-              "wall_s": round(time.time() - t0, 1),
-              "finished_utc": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"), "rows": rows}
-    os.makedirs(os.path.dirname(os.path.abspath(a.out)), exist_ok=True)
-    with open(a.out, "w", encoding="utf-8") as f:
-        json.dump(report, f, indent=1)
-        f.write("\n")
-    print(f"{n_equal}/{len(rows)} equal ({report['both_error']} of them: both raised the same error)")
+    report = write("complete")
+    print(f"{report['equal']}/{report['comparisons']} equal ({report['both_error']} of them: both raised the same error)")
     sys.exit(0 if report["verdict"] == "equal" else 1)
 
 
