@@ -433,6 +433,9 @@ def main():
     ap.add_argument("--deadline", default=None, help="UTC HH:MM: start no haystack expected to end after it")
     ap.add_argument("--conditions", default=None, help="comma-separated subset of the conditions (default all)")
     ap.add_argument("--note", default="")
+    ap.add_argument("--resume", action="store_true",
+                    help="continue a study cut by its deadline: same model, seed, tokens and conditions; "
+                         "starts at the first haystack not completed (a partial haystack's lines are dropped)")
     a = ap.parse_args()
     torch.set_num_threads(a.threads)
     names = a.conditions.split(",") if a.conditions else list(conditions())
@@ -442,8 +445,10 @@ def main():
     os.makedirs(a.out, exist_ok=True)
     records_path = os.path.join(a.out, "records.jsonl")
     study_path = os.path.join(a.out, "study.json")
-    if os.path.exists(records_path):
-        raise SystemExit(f"needle_study: {records_path}: exists; move it away to regenerate")
+    if os.path.exists(records_path) and not a.resume:
+        raise SystemExit(f"needle_study: {records_path}: exists; move it away to regenerate (or --resume)")
+    if a.resume and not os.path.exists(study_path):
+        raise SystemExit(f"needle_study: --resume: {study_path} not found")
     deadline = None
     if a.deadline:
         h, m = map(int, a.deadline.split(":"))
@@ -478,11 +483,34 @@ def main():
             f.write("\n")
         os.replace(tmp, study_path)
 
-    write_study()
+    first = 0
     per_haystack = []
-    for i in range(a.haystacks):
+    if a.resume:
+        prev = json.load(open(study_path, encoding="utf-8"))
+        for key, mine in (("seed", a.seed), ("max_new_tokens", a.max_new_tokens), ("threads", a.threads)):
+            if prev[key] != mine:
+                raise SystemExit(f"needle_study: --resume: {study_path}: field {key!r} is {prev[key]!r}, this run has {mine!r}")
+        if prev["model"]["gguf_sha256"] != info["gguf_sha256"]:
+            raise SystemExit(f"needle_study: --resume: {study_path}: field 'model.gguf_sha256' is another model")
+        if prev["haystack_design"]["filler_tokens"] != a.tokens or list(prev["conditions"]) != names:
+            raise SystemExit(f"needle_study: --resume: {study_path}: field 'haystack_design'/'conditions' differs")
+        first = prev["completed_haystacks"]
+        lines = [l for l in open(records_path, encoding="utf-8") if json.loads(l)["haystack"] < first]
+        with open(records_path, "w", encoding="utf-8") as f:
+            f.writelines(lines)
+        per_haystack = list(prev.get("haystack_wall_s", []))
+        study["completed_haystacks"] = first
+        study["haystack_wall_s"] = per_haystack[:]
+        study["segments"] = prev.get("segments", [{"command": prev["command"], "started_utc": prev["started_utc"],
+                                                   "finished_utc": prev.get("finished_utc"),
+                                                   "stopped": prev.get("stopped"), "haystacks": [0, first]}])
+        study["started_utc"] = prev["started_utc"]
+        log(f"resuming at haystack {first}")
+    write_study()
+    segment_start = first
+    for i in range(first, a.haystacks):
         if deadline and per_haystack:
-            expected = sum(per_haystack) / len(per_haystack)
+            expected = sum(per_haystack[-3:]) / len(per_haystack[-3:])  # the recent haystacks: load changes
             if dt.datetime.now(dt.timezone.utc) + dt.timedelta(seconds=expected) > deadline:
                 study["stopped"] = (f"time budget: {i} of {a.haystacks} haystacks done; the next one "
                                     f"(about {expected:.0f}s) would end after the deadline {a.deadline} UTC")
@@ -505,6 +533,10 @@ def main():
         log(f"haystack {i} done in {per_haystack[-1]:.0f}s")
     study["status"] = "complete"
     study["finished_utc"] = dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
+    if a.resume:
+        study["segments"].append({"command": shlex.join(sys.argv), "started_utc": started.isoformat(timespec="seconds"),
+                                  "finished_utc": study["finished_utc"], "stopped": study.get("stopped"),
+                                  "haystacks": [segment_start, study["completed_haystacks"]]})
     study["records_sha256"] = sha256_file(records_path) if os.path.exists(records_path) else None
     write_study()
 
