@@ -237,13 +237,30 @@ def markdown(s):
         lines.append(f"| {p['comparison']} | {p['mode']} | {p['n']} | {fmt(p['rate_a'])} | {fmt(p['rate_b'])} | "
                      f"{p['diff']:+.2f} | {p['only_a']} / {p['only_b']} | {p['mcnemar_exact_p']:.3g} | "
                      f"{p['tf_logprob_diff_mean']:+.3f} | {p['tf_sign_test_p']:.3g} |")
-    lines += ["", "| condition | mode | value kind | value tokens | runs | value tokens kept (mean over layers) | "
-              "layers keeping all |", "|---|---|---|---|---|---|---|"]
-    for cond, by in s["retention_by_value_length"].items():
-        for mode, rows in by.items():
-            for r in rows:
-                lines.append(f"| {cond} | {mode} | {r['value_kind']} | {r['value_tokens']} | {r['runs']} | "
-                             f"{r['kept_fraction_mean']:.2f} | {r['layers_all_kept']:.2f} |")
+    # Retention pivot: value tokens kept (mean over layers and runs) / share of layers keeping all of them, by
+    # value kind and token length, ChunkKV vs EG-ChunkKV r4 vs the r8 control at each cr.
+    ret = s["retention_by_value_length"]
+    conds = [c for c in ret if c.startswith(("chunkkv_", "eg_chunkkv_"))]
+    ratios = sorted({c.rsplit("_", 1)[1] for c in conds}, key=float)
+    cols = [(r, c) for r in ratios for c in (f"chunkkv_c10_{r}", f"eg_chunkkv_c10_r4_{r}", f"eg_chunkkv_c10_r8_{r}")
+            if c in ret]
+    for mode in MODES:
+        keys = sorted({(x["value_kind"], x["value_tokens"]) for c in conds for x in ret[c].get(mode, [])},
+                      key=lambda k: (k[1], k[0]))
+        if not keys:
+            continue
+        head = " | ".join(f"{c.split('_c10_')[0].replace('eg_chunkkv', 'EG').replace('chunkkv', 'ChunkKV')}"
+                          f"{'' if c.startswith('chunkkv') else ' ' + c.split('_')[3]} {r}" for r, c in cols)
+        lines += ["", f"Value tokens kept, {mode} (mean fraction over layers and runs / share of layers keeping all):",
+                  "", f"| value (tokens) | runs | {head} |", "|---|---|" + "---|" * len(cols)]
+        for kind, vt in keys:
+            cells = []
+            runs = 0
+            for _, c in cols:
+                x = next((x for x in ret[c].get(mode, []) if (x["value_kind"], x["value_tokens"]) == (kind, vt)), None)
+                runs = x["runs"] if x else runs
+                cells.append(f"{x['kept_fraction_mean']:.2f} / {x['layers_all_kept']:.2f}" if x else "—")
+            lines.append(f"| {kind} ({vt}) | {runs} | " + " | ".join(cells) + " |")
     return "\n".join(lines)
 
 
