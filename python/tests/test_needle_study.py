@@ -140,7 +140,8 @@ def test_page_entrokv_press_adapter_conforms(tmp_path, cli):
     env = _kvenv_with_package(tmp_path)
     adapter = ROOT / "tools" / "adapters" / "page_entrokv_press_adapter.py"
     r = subprocess.run([str(cli.path), "conform", "--method", "page-entrokv", "--impl", f"{KVENV} {adapter}",
-                        "--cases", "200", "--dumps", str(ROOT / "data")], env=env, capture_output=True, text=True,
+                        "--cases", "200", "--dumps", str(ROOT / "data"),
+                        "--startup-timeout-ms", "600000"], env=env, capture_output=True, text=True,
                        timeout=1200)
     report = json.loads(r.stdout)
     assert r.returncode == 0 and report["verdict"] == "conforms", r.stdout[-3000:] + r.stderr[-2000:]
