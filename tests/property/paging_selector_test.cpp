@@ -58,7 +58,7 @@ RC_GTEST_PROP(PagingSelector, OptimizedEqualsOracleUpToAdmissibleTies, ()) {
   RC_ASSERT(c.groups == layers * groups);
   RC_ASSERT(c.canonical + c.tie_admissible == c.groups);
   RC_CLASSIFY(c.tie_admissible > 0, "a selection differed from the canonical one on tied pages");
-  RC_CLASSIFY(kvaudit::exact_budget(T, p.ratio) < T, "eviction (budget < T)");
+  RC_CLASSIFY(kvaudit::exact_budget(T, kvaudit::parse_compression_ratio(p.ratio_text)) < T, "eviction (budget < T)");
   RC_CLASSIFY(T % p.page_size != 0, "partial last page");
 }
 

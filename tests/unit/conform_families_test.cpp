@@ -22,7 +22,7 @@
 
 using namespace kvaudit;
 using namespace kvaudit::conform;
-namespace paging = kvaudit::oracle::paging;
+namespace op = kvaudit::oracle::paging;
 
 namespace {
 
@@ -89,12 +89,12 @@ TEST(ConformPageJudge, TheOraclesCanonicalPagesConformAndTheJudgeAgreesWithTheOr
     const bool fast = judge_pages(c, answer_of(v)).passed();
     std::vector<std::span<const float>> rows;
     for (Index h = 0; h < c.params.group_size; ++h) rows.push_back(c.row(h));
-    const auto r = paging::page_entrokv_group(rows, c.params);
-    const auto layout = paging::page_layout(c.tokens, c.params.page_size);
+    const auto r = op::page_entrokv_group(rows, c.params);
+    const auto layout = op::page_layout(c.tokens, c.params.page_size);
     const double tol = kvaudit::paging::page_score_rel_bound(kvaudit::paging::ScorePrecision::Float32, c.tokens, c.params.group_size, c.params.page_size);
-    const bool exact = paging::check_pages_admissible(r.page_scores, layout, r.reserved,
-                                                      paging::page_token_budget(c.tokens, c.params.ratio_text),
-                                                      c.params.greedy, g0, paging::Exact(tol))
+    const bool exact = op::check_pages_admissible(r.page_scores, layout, r.reserved,
+                                                      op::page_token_budget(c.tokens, c.params.ratio_text),
+                                                      c.params.greedy, g0, op::Exact(tol))
                            .passed();
     EXPECT_EQ(fast, exact) << c.origin;
     ++variants;
@@ -136,10 +136,10 @@ TEST(ConformPageJudge, EachRuleIsNamed) {
   EXPECT_EQ(rule({{{0, 3}}, {{{0, 1, 6}}}}), "tokens-agree");
   EXPECT_EQ(rule({{{0, 3}}, {{{0, 1, 5, 6}}}}), "pages-agree");
   // Mistakes found on generated cases, each named after what it is.
-  EXPECT_EQ(rule_of_mistake([](paging::PageParams& p) { p.pooling = paging::Pooling::Mean; }), "weights");
-  EXPECT_EQ(rule_of_mistake([](paging::PageParams& p) { p.page_score = paging::PageScore::Max; }), "page-score");
-  EXPECT_EQ(rule_of_mistake([](paging::PageParams& p) { p.source = paging::PoolSource::Raw; }), "sink-isolation");
-  EXPECT_EQ(rule_of_mistake([](paging::PageParams& p) { p.sink_pages = paging::SinkPages::Scored; }), "reserved");
+  EXPECT_EQ(rule_of_mistake([](op::PageParams& p) { p.pooling = op::Pooling::Mean; }), "weights");
+  EXPECT_EQ(rule_of_mistake([](op::PageParams& p) { p.page_score = op::PageScore::Max; }), "page-score");
+  EXPECT_EQ(rule_of_mistake([](op::PageParams& p) { p.source = op::PoolSource::Raw; }), "sink-isolation");
+  EXPECT_EQ(rule_of_mistake([](op::PageParams& p) { p.sink_pages = op::SinkPages::Scored; }), "reserved");
 }
 
 TEST(ConformPageJudge, CasesTheOracleRejectsAreInvalidNotJudged) {
