@@ -3,6 +3,7 @@
 #include "audit/page_check.h"
 
 #include <algorithm>
+#include <cmath>
 #include <set>
 #include <stdexcept>
 #include <string>
@@ -38,6 +39,9 @@ void require_valid(const ScoreTensor& attn, Index layer, const PageParams& p) {
                                 std::to_string(p.group_size));
   if (p.page_size < 1) throw std::invalid_argument("page_size must be >= 1");
   if (p.n_sink < 0) throw std::invalid_argument("sinks must be >= 0");
+  for (Index h = 0; h < attn.heads; ++h)
+    for (float v : attn.row(layer, h))
+      if (!(v >= 0.0f) || !std::isfinite(v)) throw std::invalid_argument("attention values must be finite and >= 0");
 }
 
 // What a walk sees: page scores, reserved pages, budget and greedy rule.

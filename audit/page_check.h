@@ -35,7 +35,8 @@ struct PageCheck {
 // pooling), "pooling-max" (max over the group's heads), "sink-isolation" (entropy weights or pooling on the raw
 // rows), "page-score" (the other page score), "walk" (the other greedy rule), "under-fill" (a page that still
 // fits was left out); the message lists every mistake that fits. Throws std::invalid_argument when G does not
-// divide q_heads, P < 1, sinks < 0 or the ratio is not a plain decimal in [0, 1).
+// divide q_heads, P < 1, sinks < 0, a value of the layer is negative or not finite, or the ratio is not a plain
+// decimal in [0, 1).
 PageCheck check_page_claim(const ScoreTensor& attn, Index layer, const PageParams& params, const PageClaim& claim,
                            const paging::PrecisionModel& precision);
 

@@ -1,4 +1,4 @@
-"""PageEntroKVPress: Page-EntroKV (docs/page-entrokv.md, SPEC section 5) as a kvpress press (extra ``kvaudit[kvpress]``).
+"""PageEntroKVPress: Page-EntroKV (docs/page-entrokv.md, docs/specification.md section 5) as a kvpress press (extra ``kvaudit[kvpress]``).
 
 Per layer, at prefill:
   1. the attention of the last ``window_size`` queries over all ``T`` positions, per query head, computed as
