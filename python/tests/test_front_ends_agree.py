@@ -114,8 +114,9 @@ def near_tie(delta: Fraction):
     exact scores differ by about `delta` relatively (|b - a| = d (a + b)), then 47 clear losers. The claim keeps a
     instead of b. Returns the attention, the claim and the exact relative gap."""
     a = np.float32(1 / 64)
-    b = np.float32(float(Fraction(a) * (1 + 2 * delta)))  # (b - a) / (a + b) = delta / (1 + delta), then rounded
-    gap = (Fraction(b) - Fraction(a)) / (Fraction(a) + Fraction(b))
+    b = np.float32(float(Fraction(float(a)) * (1 + 2 * delta)))  # (b - a) / (a + b) = delta / (1 + delta), then rounded
+    fa, fb = Fraction(float(a)), Fraction(float(b))
+    gap = (fb - fa) / (fa + fb)
     row = np.full(64, np.float32(1 / 256), np.float32)
     row[:15] = np.float32((1 - 47 / 256 - float(a) - float(b)) / 15)
     row[20], row[40] = a, b

@@ -190,7 +190,7 @@ for pooling in ("entropy", "mean"):
         for pos, pg in zip(positions, pages):
             assert sorted(int(t) for t in pos) == [t for p in pg for t in range(16 * p, min(16 * p + 16, T))]
             assert len(pos) <= B
-        v = kvaudit.check_pages(attn.numpy(), pages, G, 16, "0.8", sinks=4, pooling=pooling, rel_tolerance="float32")
+        v = kvaudit.check_pages(attn.numpy(), pages, G, 16, "0.8", sinks=4, pooling=pooling, precision="float32")
         assert v, f"layer {l} {pooling}: {v}"
         # The cache: every layer holds B slots; each group's kept tokens (the full keys at those positions), then
         # padding that kvpress's attention patch masks at decoding.

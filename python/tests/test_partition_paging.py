@@ -124,7 +124,7 @@ def test_check_pages_catches_wrong_selections(dumps):
     over[0] = sorted(set(over[0]) | set(missing[:3]))
     assert kvaudit.check_pages(attn, over, 3, 16, "0.8").rule == "budget"
     short = kvaudit.check_pages(attn, pages[:2], 3, 16, "0.8")
-    assert short.rule == "shape" and "3 KV group" in short.message
+    assert short.rule == "shape" and "(3 = 9 heads / G 3), got 2" in short.message
     assert kvaudit.check_pages(attn, pages, 3, 16, "0.8", precision="exact")
     assert kvaudit.check_pages(attn, pages, 3, 16, "0.8", precision="float32")
 
