@@ -10,20 +10,11 @@
 #include <random>
 
 #include "core/pooling/greedy_partition.h"
+#include "benchmarks/synthetic_rows.h"
 #include "oracle/partition_exact.h"
 
 namespace {
-std::vector<double> attention_row(int tokens, int buckets, unsigned seed) {
-  std::mt19937_64 rng(seed);
-  std::normal_distribution<double> z(0.0, 1.0);
-  std::vector<double> logit(static_cast<std::size_t>(tokens));
-  for (int i = 0; i < tokens; ++i) logit[i] = 1.5 * z(rng) + (i == 0 ? 8.0 : 0.0) + (i > tokens - 16 ? 3.0 : 0.0);
-  double top = *std::max_element(logit.begin(), logit.end()), s = 0.0;
-  for (double& x : logit) s += (x = std::exp(x - top));
-  std::vector<double> p(static_cast<std::size_t>(buckets), 0.0);
-  for (int i = 0; i < tokens; ++i) p[static_cast<std::size_t>(static_cast<long>(i) * buckets / tokens)] += logit[i] / s;
-  return p;
-}
+using kvaudit::bench::attention_row;
 
 void BM_ExactFixed(benchmark::State& st) {
   const int n = static_cast<int>(st.range(0)), m = static_cast<int>(st.range(1));

@@ -4,7 +4,7 @@
 // Usage: partition_rcsp_reach N M|free R ROW   (ROW: arbitrary | ties | attention; R a number or "inf")
 // Rows: arbitrary = integer weights 1 + (i * 2654435761 mod 1000003), nearly all partition entropies distinct
 // (the worst case: nothing dominates); ties = weights (5 i + 3) mod 7 mod 4, zeros and equal masses; attention =
-// partition_bench.cpp's synthetic attention row (sink, recency bump), 4 N tokens into N buckets, seed 1.
+// The synthetic attention row of benchmarks/synthetic_rows.h (sink, recency bump), 4 N tokens into N buckets, seed 1.
 #include <sys/resource.h>
 
 #include <algorithm>
@@ -16,20 +16,11 @@
 #include <string>
 #include <vector>
 
+#include "benchmarks/synthetic_rows.h"
 #include "oracle/partition_rcsp.h"
 
 namespace {
-std::vector<double> attention_row(int tokens, int buckets, unsigned seed) {
-  std::mt19937_64 rng(seed);
-  std::normal_distribution<double> z(0.0, 1.0);
-  std::vector<double> logit(static_cast<std::size_t>(tokens));
-  for (int i = 0; i < tokens; ++i) logit[i] = 1.5 * z(rng) + (i == 0 ? 8.0 : 0.0) + (i > tokens - 16 ? 3.0 : 0.0);
-  double top = *std::max_element(logit.begin(), logit.end()), s = 0.0;
-  for (double& x : logit) s += (x = std::exp(x - top));
-  std::vector<double> p(static_cast<std::size_t>(buckets), 0.0);
-  for (int i = 0; i < tokens; ++i) p[static_cast<std::size_t>(static_cast<long>(i) * buckets / tokens)] += logit[i] / s;
-  return p;
-}
+using kvaudit::bench::attention_row;
 
 std::vector<double> weights_row(int n, bool ties) {
   std::vector<double> w;
