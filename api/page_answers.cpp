@@ -82,7 +82,7 @@ Answer check_pages_answer(const ScoreTensor& attn, const PageParams& p, const au
             {"verdict", to_string(check.verdict.kind)},
             {"rule", check.verdict.rule},
             {"message", check.verdict.message},
-            {"admissible_answer", audit::canonical_page_selection(attn, 0, p)},
+            {"admissible_answer", check.canonical},
             {"replay", conform::encode_page_request(0, replay)}};
   return a;
 }

@@ -154,16 +154,21 @@ Verdict name_mistake(const std::vector<std::span<const float>>& rows, const Page
   return Verdict::violates(rule, v.message + "; the pages are what " + explained + " keeps");
 }
 
+// `claimed` against one group's oracle result: its canonical pages, or admissible within rel_tolerance.
+Verdict admissible_against(const op::GroupResult& ref, Index tokens, const PageParams& params, const std::vector<Index>& claimed,
+                           double rel_tolerance) {
+  if (claimed == ref.kept_pages) return Verdict::conforms();
+  return op::check_pages_admissible(ref.page_scores, op::page_layout(tokens, params.page_size), ref.reserved,
+                                    op::page_token_budget(tokens, params.ratio_text), params.greedy, claimed, op::Exact(rel_tolerance));
+}
+
 }  // namespace
 
 Verdict check_group_pages(const std::vector<std::span<const float>>& rows, const PageParams& params,
                           const std::vector<Index>& claimed, double rel_tolerance, bool* canonical) {
   const op::GroupResult ref = op::page_entrokv_group(rows, params);
   if (canonical) *canonical = claimed == ref.kept_pages;
-  if (claimed == ref.kept_pages) return Verdict::conforms();
-  const Index T = static_cast<Index>(rows[0].size());
-  return op::check_pages_admissible(ref.page_scores, op::page_layout(T, params.page_size), ref.reserved,
-                                    op::page_token_budget(T, params.ratio_text), params.greedy, claimed, op::Exact(rel_tolerance));
+  return admissible_against(ref, static_cast<Index>(rows[0].size()), params, claimed, rel_tolerance);
 }
 
 PageCheck check_page_claim(const ScoreTensor& attn, Index layer, const PageParams& p, const PageClaim& claim,
@@ -174,6 +179,12 @@ PageCheck check_page_claim(const ScoreTensor& attn, Index layer, const PageParam
   out.rel_tolerance = paging::rel_tolerance(precision, attn.tokens, p.group_size, p.page_size);
   const std::vector<op::Page> pages = op::page_layout(attn.tokens, p.page_size);
   const Index groups = attn.heads / p.group_size, n = static_cast<Index>(pages.size());
+  // The oracle's result per group, computed once: the canonical answer every front end reports, and stage 3's scores.
+  std::vector<op::GroupResult> refs;
+  for (Index g = 0; g < groups; ++g) {
+    refs.push_back(op::page_entrokv_group(group_rows(attn, layer, g, p.group_size), p));
+    out.canonical.push_back(refs.back().kept_pages);
+  }
   // Stage 1: shape, range, order.
   if (static_cast<Index>(claim.kept_pages.size()) != groups) {
     out.verdict = Verdict::violates("shape", "expected one kept_pages list per KV group (" + std::to_string(groups) + " = " +
@@ -214,9 +225,9 @@ PageCheck check_page_claim(const ScoreTensor& attn, Index layer, const PageParam
   }
   // Stage 3: per group, the oracle's admissibility, and the mistake that explains a walk it cannot produce.
   for (Index g = 0; g < groups; ++g) {
-    const auto rows = group_rows(attn, layer, g, p.group_size);
-    Verdict v = check_group_pages(rows, p, claim.kept_pages[g], out.rel_tolerance);
+    Verdict v = admissible_against(refs[static_cast<std::size_t>(g)], attn.tokens, p, claim.kept_pages[g], out.rel_tolerance);
     if (v.passed()) continue;
+    const auto rows = group_rows(attn, layer, g, p.group_size);
     v.message = "group " + std::to_string(g) + ": " + v.message + " (kept " + list_text(claim.kept_pages[g]) + ")";
     if (v.rule == "tie-order" || v.rule == "reserved") v = name_mistake(rows, p, pages, claim.kept_pages[g], out.rel_tolerance, v);
     out.verdict = v;

@@ -24,6 +24,7 @@ struct PageCheck {
   Verdict verdict;
   Index budget = 0;            // the exact token budget max(1, floor((1 - rho) T))
   double rel_tolerance = 0.0;  // the precision model's tolerance on this (T, G, P)
+  std::vector<std::vector<Index>> canonical;  // the oracle's canonical kept pages per KV group (score desc, index asc)
 };
 
 // attn (layers, q_heads, T), rows non-negative; `layer` is the one judged. Stages, the first failure reported:
