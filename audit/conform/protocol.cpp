@@ -179,9 +179,9 @@ float replay_float32(const nlohmann::json& v, Float32Input mode, const std::stri
   if (!v.is_number()) throw InputError(source, field, "holds a non-number: " + clip(v.dump()));
   const double d = v.get<double>();
   // Round to nearest float32, ties to even, from the double the text parses to (what Python's float32(float(text))
-  // does). From 2^128 - 2^104 (FLT_MAX plus half an ulp) on, that rounding overflows: refused, never made infinite
+  // does). From 2^128 - 2^103 (FLT_MAX plus half an ulp) on, that rounding overflows: refused, never made infinite
   // (and never converted: a double beyond float's range has no defined float conversion).
-  const double overflow = std::ldexp(1.0, 128) - std::ldexp(1.0, 104);
+  const double overflow = std::ldexp(1.0, 128) - std::ldexp(1.0, 103);
   if (!std::isfinite(d) || std::fabs(d) >= overflow)
     throw InputError(source, field, "value " + v.dump() + " is outside the float32 range");
   const float f = static_cast<float>(d);
