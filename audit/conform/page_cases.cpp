@@ -140,6 +140,22 @@ std::vector<PageCase> candidates(const PageCase& c) {
     }
     add(std::move(m), true);
   }
+  // Every page cut to its first half (P halved, the partial last page halved too, rows renormalized): the page
+  // count, and so the walk's shape, is kept while T halves. A prefix changes the page count instead.
+  if (p.page_size >= 2) {
+    const Index P = p.page_size, half = P / 2, whole = c.tokens / P, tail = c.tokens - whole * P;
+    const Index tail_kept = tail == 0 ? 0 : std::max<Index>(1, std::min<Index>((tail + 1) / 2, half > 1 ? half - 1 : 1));
+    PageCase m = c;
+    m.tokens = whole * half + tail_kept;
+    m.params.page_size = half;
+    m.values.clear();
+    for (Index h = 0; h < c.q_heads; ++h) {
+      auto row = c.values.begin() + h * c.tokens;
+      for (Index i = 0; i < whole; ++i) m.values.insert(m.values.end(), row + i * P, row + i * P + half);
+      m.values.insert(m.values.end(), row + whole * P, row + whole * P + tail_kept);
+    }
+    if (m.tokens >= 1 && m.tokens < c.tokens) add(std::move(m), true);
+  }
   // Fewer distinct values: each row's values mapped onto a few levels of its maximum.
   for (int levels : {1, 2, 4, 16}) {
     PageCase m = c;
