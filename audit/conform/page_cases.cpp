@@ -126,7 +126,10 @@ std::vector<PageCase> candidates(const PageCase& c) {
       if (h % G != i) heads.push_back(h);
     add(with_heads(c, heads, G - 1), false);
   }
-  for (Index keep : {c.tokens / 4, c.tokens / 2, c.tokens - p.page_size, c.tokens - 1})
+  // Prefixes, including round lengths (multiples of 5 and 8): decimal ratios make (1 - rho) T an integer, where the
+  // exact and the float budgets part, only at such lengths, and a failure that needs it survives no other cut.
+  for (Index keep : {c.tokens / 4, c.tokens / 2, c.tokens - p.page_size, c.tokens - 1, c.tokens / 2 / 5 * 5, c.tokens / 4 / 5 * 5,
+                     c.tokens / 2 / 8 * 8})
     if (keep >= 1 && keep < c.tokens) add(with_tokens(c, 0, keep), true);
   // Remove one whole page (not the first: the sink pages stay where they are).
   const Index full_pages = c.tokens / p.page_size;

@@ -201,6 +201,8 @@ TEST(ConformMutants, NamedMistakesAreKilledWithTheirRuleOnRealDumpRows) {
     const auto& c = r.report["counterexample"];
     EXPECT_EQ(c["rule"], m.rule) << m.method << "/" << m.flavour << "/" << m.name << ": " << c["message"];
     EXPECT_NE(c["original"]["origin"].get<std::string>().find("dump "), std::string::npos) << c["original"];
+    // A local minimum: the descent ended because no single step kept the failure, not at the query budget.
+    EXPECT_FALSE(c["shrink"]["query_budget_exhausted"].get<bool>()) << m.name;
     expect_replayable(m, c["request_line"]);
     table << std::left << std::setw(11) << m.method << std::setw(8) << m.flavour << std::setw(20) << m.name << std::setw(19)
           << c["rule"].get<std::string>() << std::setw(7) << r.report["cases"]["judged"].get<int>()
@@ -375,6 +377,7 @@ TEST(ConformMutants, PageMistakesAreKilledWithTheirRuleOnRealDumpRows) {
     const auto& c = r.report["counterexample"];
     EXPECT_EQ(c["rule"], m.rule) << m.name << ": " << c["message"];
     EXPECT_NE(c["original"]["origin"].get<std::string>().find("dump "), std::string::npos) << c["original"];
+    EXPECT_FALSE(c["shrink"]["query_budget_exhausted"].get<bool>()) << m.name << ": stopped at the query budget";
     const std::string path = "/tmp/kvaudit_conform_page_dump_replay_" + std::to_string(::getpid()) + ".jsonl";
     std::ofstream(path) << c["request_line"].get<std::string>() << "\n";
     auto again = run_cli(family_args(fm) + " --replay " + path + " --impl " + quote(family_impl(fm)));
