@@ -470,6 +470,26 @@ TEST(ConformFamiliesCli, HostileReplayLinesShowTheOffendingValue) {
   std::remove(path.c_str());
 }
 
+// A page replay line with values float32 cannot hold runs (rounded, the origin says so) and conforms with the plain
+// implementation; --replay-strict refuses it with exit 2, the field and the value named, nothing on stdout.
+TEST(ConformFamiliesCli, PageReplayRoundsToFloat32AndStrictRefuses) {
+  const std::string path = "/tmp/kvaudit_conform_families_round_" + std::to_string(::getpid()) + ".jsonl";
+  std::ofstream(path) << R"({"attention": [[0.1, 0.2, 0.3, 0.4]], "group_size": 1, "page_size": 1, "sinks": 0, "compression_ratio": "0.5"})"
+                      << "\n";
+  const std::string impl = conform_test::quote("python3 tests/mutants/page_impl.py");
+  auto run = conform_test::run_cli("--method page-entrokv --replay " + path + " --impl " + impl);
+  EXPECT_EQ(run.exit_code, 0) << run.err;
+  ASSERT_TRUE(run.report.is_object()) << run.out;
+  EXPECT_EQ(run.report["verdict"], "conforms");
+  EXPECT_EQ(run.report["cases"]["replayed"], 1);
+  auto strict = conform_test::run_cli("--method page-entrokv --replay " + path + " --replay-strict --impl " + impl);
+  EXPECT_EQ(strict.exit_code, 2) << strict.err;
+  EXPECT_TRUE(strict.out.empty()) << strict.out;
+  EXPECT_NE(strict.err.find("--replay line 1: attention: value 0.1 is not a float32 value (--replay-strict)"), std::string::npos)
+      << strict.err;
+  std::remove(path.c_str());
+}
+
 TEST(ConformFamiliesCli, ACaseTheOracleCannotJudgeMakesTheRunInconclusiveWithExit1) {
   const std::string path = "/tmp/kvaudit_conform_families_inc_" + std::to_string(::getpid()) + ".jsonl";
   std::ofstream(path) << R"({"probs": [0, 0], "entropy_budget": 1, "groups": 1})" << "\n";
