@@ -96,7 +96,8 @@ WalkInput walk_with_max_over_heads(const std::vector<std::span<const float>>& ro
 }
 
 // Union of per-head selections: each query head of the group walks alone (a group of one, its own budget) and the
-// group keeps every page some head kept. The oracle's canonical walk per head: a union is one set, not a tie class.
+// group keeps every page some head kept. Compared as one set with the union of the oracle's canonical per-head walks
+// (ties toward the lower page index): unlike a single walk, a union of tie choices has no per-class form to check.
 std::vector<Index> union_of_per_head_selections(const std::vector<std::span<const float>>& rows, const PageParams& p) {
   std::set<Index> pages;
   PageParams alone = p;
