@@ -3,7 +3,6 @@
 
 #include <charconv>
 #include <cmath>
-#include <limits>
 
 #include <nlohmann/json.hpp>
 
@@ -131,7 +130,8 @@ PageCase decode_page_request(const std::string& line, const std::string& source,
                                                   " numbers like row 0: " + clip(row.dump()));
       for (const auto& v : row) {
         const float f = replay_float32(v, values, source, "attention", rounding);
-        if (!(f >= 0.0f)) throw InputError(source, "attention", "value " + v.dump() + " is negative");
+        // The value as sent, not as rounded: -1e-50 is negative even though float32 rounds it to -0.
+        if (v.get<double>() < 0.0) throw InputError(source, "attention", "value " + v.dump() + " is negative");
         c.values.push_back(f);
       }
     }

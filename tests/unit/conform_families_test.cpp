@@ -206,6 +206,13 @@ TEST(ConformFamiliesProtocol, PageReplayRoundsAttentionToFloat32UnlessStrict) {
     overflow = e.what();
   }
   EXPECT_NE(overflow.find("attention: value 3.4028235677973366e+38 is outside the float32 range"), std::string::npos) << overflow;
+  std::string tiny_negative;
+  try {
+    decode_page_request(R"({"attention": [[1, -1e-50]], "group_size": 1})", "r");
+  } catch (const InputError& e) {
+    tiny_negative = e.what();
+  }
+  EXPECT_NE(tiny_negative.find("attention: value -1e-50 is negative"), std::string::npos) << tiny_negative;
 }
 
 TEST(ConformPageJudge, CasesTheOracleRejectsAreInvalidNotJudged) {
