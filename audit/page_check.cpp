@@ -95,6 +95,18 @@ WalkInput walk_with_max_over_heads(const std::vector<std::span<const float>>& ro
   return w;
 }
 
+// Union of per-head selections: each query head of the group walks alone (a group of one, its own budget) and the
+// group keeps every page some head kept. Compared as one set with the union of the oracle's canonical per-head walks
+// (ties toward the lower page index): unlike a single walk, a union of tie choices has no per-class form to check.
+std::vector<Index> union_of_per_head_selections(const std::vector<std::span<const float>>& rows, const PageParams& p) {
+  std::set<Index> pages;
+  PageParams alone = p;
+  alone.group_size = 1;
+  for (const auto& row : rows)
+    for (Index k : op::page_entrokv_group({row}, alone).kept_pages) pages.insert(k);
+  return {pages.begin(), pages.end()};
+}
+
 Verdict admissible(const WalkInput& w, const std::vector<op::Page>& pages, const std::vector<Index>& claimed, double tol) {
   return op::check_pages_admissible(w.scores, pages, w.reserved, w.budget, w.greedy, claimed, op::Exact(tol));
 }
@@ -118,19 +130,23 @@ Verdict name_mistake(const std::vector<std::span<const float>>& rows, const Page
   WalkInput f = walk_input(rows, p);
   f.budget = std::max<Index>(1, static_cast<Index>(static_cast<double>(T) * (1.0 - std::stod(p.ratio_text))));
   if (f.budget != budget && admissible(f, pages, claimed, tol).passed())
-    found("budget", "the float budget int(T (1 - rho)) = " + std::to_string(f.budget) + " (exact budget " + std::to_string(budget) + ")");
+    found("float-budget", "the float budget int(T (1 - rho)) = " + std::to_string(f.budget) + " (exact budget " + std::to_string(budget) + ")");
+  if (rows.size() > 1 && claimed == union_of_per_head_selections(rows, p))
+    found("per-head-union", "the union of the " + std::to_string(rows.size()) + " heads' own selections (each head walking alone)");
+  // The pooling mistakes, the narrowest first: on a small case several can keep the same pages (near-uniform
+  // weights make mean pooling fit whatever the weights were computed from), and the first named is the rule.
   const bool entropy = p.pooling == PagePooling::Entropy;
+  const bool isolated = p.source == PoolSource::SinkIsolated;
+  if (admissible(walk_input(rows, with([&](PageParams& q) { q.source = isolated ? PoolSource::Raw : PoolSource::SinkIsolated; })),
+                 pages, claimed, tol).passed())
+    found("sink-isolation", isolated ? "pooling the raw rows" : "pooling the sink-isolated rows");
+  if (entropy && admissible(walk_with_raw_weights(rows, p), pages, claimed, tol).passed())
+    found("weights-entropy", "entropy weights computed on the raw rows (sinks not isolated before H2)");
   if (admissible(walk_input(rows, with([&](PageParams& q) { q.pooling = entropy ? PagePooling::Mean : PagePooling::Entropy; })),
                  pages, claimed, tol).passed())
     found("weights", entropy ? "mean pooling (w = 1/G)" : "entropy pooling");
   if (rows.size() > 1 && admissible(walk_with_max_over_heads(rows, p), pages, claimed, tol).passed())
     found("pooling-max", "the max over the group's heads instead of a weighted pool");
-  if (entropy && admissible(walk_with_raw_weights(rows, p), pages, claimed, tol).passed())
-    found("sink-isolation", "entropy weights computed on the raw rows (sinks not isolated)");
-  const bool isolated = p.source == PoolSource::SinkIsolated;
-  if (admissible(walk_input(rows, with([&](PageParams& q) { q.source = isolated ? PoolSource::Raw : PoolSource::SinkIsolated; })),
-                 pages, claimed, tol).passed())
-    found("sink-isolation", isolated ? "pooling the raw rows" : "pooling the sink-isolated rows");
   const bool sum = p.page_score == PageScore::Sum;
   if (admissible(walk_input(rows, with([&](PageParams& q) { q.page_score = sum ? PageScore::Max : PageScore::Sum; })),
                  pages, claimed, tol).passed())
@@ -150,6 +166,15 @@ Verdict name_mistake(const std::vector<std::span<const float>>& rows, const Page
                                                    " tokens) still fits: " + std::to_string(retained) + " retained of budget " +
                                                    std::to_string(budget));
   }
+  // A budget one token off, tried last as the most generic explanation (after under-fill: a walk that needs one
+  // token of room too many leaves a page out that still fits).
+  if (rule.empty())
+    for (Index d : {Index{1}, Index{-1}}) {
+      WalkInput b = walk_input(rows, p);
+      b.budget = budget + d;
+      if (b.budget >= 1 && admissible(b, pages, claimed, tol).passed())
+        found("budget-off-by-one", "a budget off by one: " + std::to_string(b.budget) + " tokens (the budget is " + std::to_string(budget) + ")");
+    }
   if (rule.empty()) return v;
   return Verdict::violates(rule, v.message + "; the pages are what " + explained + " keeps");
 }
@@ -229,7 +254,7 @@ PageCheck check_page_claim(const ScoreTensor& attn, Index layer, const PageParam
     if (v.passed()) continue;
     const auto rows = group_rows(attn, layer, g, p.group_size);
     v.message = "group " + std::to_string(g) + ": " + v.message + " (kept " + list_text(claim.kept_pages[g]) + ")";
-    if (v.rule == "tie-order" || v.rule == "reserved") v = name_mistake(rows, p, pages, claim.kept_pages[g], out.rel_tolerance, v);
+    if (v.rule == "tie-order" || v.rule == "score-order" || v.rule == "reserved" || v.rule == "budget") v = name_mistake(rows, p, pages, claim.kept_pages[g], out.rel_tolerance, v);
     out.verdict = v;
     return out;
   }

@@ -30,14 +30,16 @@ struct PageCheck {
 // attn (layers, q_heads, T), rows non-negative; `layer` is the one judged. Stages, the first failure reported:
 // "shape" (one list per group), "range", "order" (strictly increasing); with kept_tokens the ledger rules
 // ("token-set", "pages-agree", "tokens-agree", "whole-pages", "budget"); then per group the oracle's
-// admissibility ("budget", "reserved", "tie-order": pages whose exact scores a, b satisfy
-// |a - b| <= tol (a + b) may be walked in either order). A walk that is not admissible is named after the
-// known mistake whose pages it is, when one is: "budget" (kvpress's float budget), "weights" (the other
-// pooling), "pooling-max" (max over the group's heads), "sink-isolation" (entropy weights or pooling on the raw
-// rows), "page-score" (the other page score), "walk" (the other greedy rule), "under-fill" (a page that still
-// fits was left out); the message lists every mistake that fits. Throws std::invalid_argument when G does not
-// divide q_heads, P < 1, sinks < 0, a value of the layer is negative or not finite, or the ratio is not a plain
-// decimal in [0, 1).
+// admissibility ("budget", "reserved", "tie-order": the claim leaves every walk at pages tied within
+// |a - b| <= tol (a + b) whose order matters there, their scores in the message; "score-order": the decreasing
+// score order alone decides against it). A violation of "budget", "reserved", "tie-order" or "score-order" is
+// named after the known mistake whose pages it is, when one is: "float-budget" (kvpress's float budget),
+// "per-head-union" (the union of the heads' own selections), "weights" (the other pooling), "pooling-max" (max
+// over the group's heads), "weights-entropy" (entropy weights on the raw rows), "sink-isolation" (the other pooled
+// source), "page-score" (the other page score), "walk" (the other greedy rule), "under-fill" (a page that still
+// fits was left out, skip-misfits), "budget-off-by-one" (a budget one token off); the message lists every mistake
+// that fits. Throws std::invalid_argument when G does not divide q_heads, P < 1, sinks < 0, a value of the layer is
+// negative or not finite, or the ratio is not a plain decimal in [0, 1).
 PageCheck check_page_claim(const ScoreTensor& attn, Index layer, const PageParams& params, const PageClaim& claim,
                            const paging::PrecisionModel& precision);
 

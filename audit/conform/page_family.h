@@ -40,7 +40,9 @@ rc::Shrinkable<PageCase> shrinkable_page_case(PageCase c);
 class PageFamily {
  public:
   using Case = PageCase;
-  explicit PageFamily(Index max_size, paging::PrecisionModel precision = {}) : max_size_(max_size), precision_(precision) {}
+  // strict_values: replayed attention values must be float32 values (--replay-strict), else they are rounded.
+  explicit PageFamily(Index max_size, paging::PrecisionModel precision = {}, bool strict_values = false)
+      : max_size_(max_size), precision_(precision), strict_values_(strict_values) {}
 
   const char* name() const { return "page-entrokv"; }
   nlohmann::json report_fields() const { return {{"precision", paging::to_string(precision_)}}; }
@@ -48,7 +50,9 @@ class PageFamily {
   Judgement judge(const Case& c, const std::string& response, std::int64_t id) const;
   rc::Gen<Case> generator() const { return page_cases(max_size_); }
   rc::Shrinkable<Case> concrete(Case c) const { return shrinkable_page_case(std::move(c)); }
-  Case decode(const std::string& line, const std::string& source) const { return decode_page_request(line, source); }
+  Case decode(const std::string& line, const std::string& source) const {
+    return decode_page_request(line, source, strict_values_ ? Float32Input::Strict : Float32Input::Round);
+  }
   std::vector<Case> dump_cases(const std::string& dir) const { return page_dump_cases(dir, max_size_); }
   nlohmann::json summary(const Case& c) const;
   nlohmann::json canonical(const Case& c) const;
@@ -56,6 +60,7 @@ class PageFamily {
  private:
   Index max_size_;
   paging::PrecisionModel precision_;  // what the implementation computes page scores in
+  bool strict_values_;
 };
 
 }  // namespace kvaudit::conform
