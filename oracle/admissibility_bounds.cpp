@@ -3,7 +3,10 @@
 // double enclosures of those 50-digit values (DoubleEnclosure).
 #include "oracle/admissibility_bounds.h"
 
+#include <algorithm>
 #include <cmath>
+#include <limits>
+#include <map>
 
 namespace kvaudit::oracle::detail {
 namespace {
@@ -105,11 +108,52 @@ void key_endpoints(IntervalOf<DoubleEnclosure>& v, const DoubleEnclosure& x, dou
     v.hi.set_key({TieFormula::TokenValuePlusError, k.a, k.b, mass});
   }
 }
-void key_means(IntervalOf<Real>&, const Real&) {}
-void key_means(IntervalOf<DoubleEnclosure>& v, const DoubleEnclosure& mean) {
-  v.lo.set_key(mean.key());
-  v.hi.set_key(mean.key());
+// A chunk mean's ends: the mean alone (ExactOnly), or the mean -/+ an error that is a function of n and of
+// the 50-digit sum A_i of the chunk's mass_j. That sum is exact when the masses (all >= 0) span fewer than
+// 160 binary orders: every partial sum then fits the 50-digit format's 166 bits.
+void key_means(IntervalOf<Real>&, const Real&, const double*, const double*, bool) {}
+void key_means(IntervalOf<DoubleEnclosure>& v, const DoubleEnclosure& mean, const double* mass_begin,
+               const double* mass_end, bool exact) {
+  const TieKey& k = mean.key();
+  if (k.formula != TieFormula::ExactChunkMean) return;
+  if (exact) {
+    v.lo.set_key(k);
+    v.hi.set_key(k);
+    return;
+  }
+  ExactDoubleSum total;
+  int lowest_bit = std::numeric_limits<int>::max();
+  for (const double* m = mass_begin; m != mass_end; ++m) {
+    total.add(*m);
+    if (*m != 0) lowest_bit = std::min(lowest_bit, std::ilogb(*m) - 52);
+  }
+  if (!total.exact) return;
+  if (total.hi != 0 && std::ilogb(total.hi) + 1 - lowest_bit >= 160) return;
+  v.lo.set_key({TieFormula::ChunkMeanMinusError, k.a, k.b, k.c, total.hi, total.lo});
+  v.hi.set_key({TieFormula::ChunkMeanPlusError, k.a, k.b, k.c, total.hi, total.lo});
 }
+
+// A chunk's entropy ends are functions of its sequence of exact head sums and masses (and of eps, r, H,
+// shared by the check): chunks with equal sequences get equal ids, and so bit-identical 50-digit ends.
+class ChunkContentIds {
+ public:
+  void key(IntervalOf<Real>&, const std::vector<Real>&, const std::vector<double>&, const Chunk&) {}
+  void key(IntervalOf<DoubleEnclosure>& v, const std::vector<DoubleEnclosure>& x, const std::vector<double>& mass, const Chunk& c) {
+    std::vector<double> content;
+    content.reserve(static_cast<std::size_t>(3 * c.size()));
+    for (Index j = c.begin; j < c.end; ++j) {
+      const TieKey& k = x[static_cast<std::size_t>(j)].key();
+      if (k.formula != TieFormula::ExactTokenValue) return;
+      content.insert(content.end(), {k.a, k.b, mass[static_cast<std::size_t>(j)]});
+    }
+    auto [it, added] = ids_.try_emplace(std::move(content), static_cast<double>(ids_.size()));
+    v.lo.set_key({TieFormula::EntropyLow, it->second});
+    v.hi.set_key({TieFormula::EntropyHigh, it->second});
+  }
+
+ private:
+  std::map<std::vector<double>, double> ids_;
+};
 
 }  // namespace
 
@@ -137,6 +181,7 @@ SelectorBoundsOf<V> selector_bounds(const HeadScores& scores, const SelectorPara
     b.x.push_back(v);
   }
 
+  ChunkContentIds content_ids;
   V eps(params.eps);
   V sensitivity = V(2.0) * (abs(log(eps)) + V(1.0));  // D in the header
   for (std::size_t i = 0; i < b.chunks.size(); ++i) {
@@ -150,7 +195,7 @@ SelectorBoundsOf<V> selector_bounds(const HeadScores& scores, const SelectorPara
       mean_err = safety * (gamma<V>(scores.heads + n) * abs_mass / V(n) + tiny);
     }
     IntervalOf<V> s{mean - mean_err, mean + mean_err};
-    if (exact) key_means(s, mean);
+    key_means(s, mean, mass.data() + c.begin, mass.data() + c.end, exact);
     b.score.push_back(s);
     if (!with_entropy) continue;
     V h = precise_entropy(x, c, eps);
@@ -174,7 +219,9 @@ SelectorBoundsOf<V> selector_bounds(const HeadScores& scores, const SelectorPara
       h_err = safety * ((sensitivity * perturbation / (total + eps) + gamma<V>(n + 6) * (log_n + V(2.0))) / log_n + unit);
     }
     V lo = h - h_err, hi = h + h_err;
-    b.entropy.push_back({greater(lo, V(0.0)), lesser(hi, V(1.0))});  // the computed value is clamped to [0, 1]
+    IntervalOf<V> entropy{greater(lo, V(0.0)), lesser(hi, V(1.0))};  // the computed value is clamped to [0, 1]
+    content_ids.key(entropy, x, mass, c);
+    b.entropy.push_back(entropy);
   }
   return b;
 }

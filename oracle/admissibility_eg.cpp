@@ -78,9 +78,11 @@ bool counts_feasible(const std::vector<Choice>& choices, const std::vector<Possi
          (free_zero_contrib && ok(deficit - 1, slack - 1, free_zero - 1));
 }
 
-// The median of `sorted` after one element equal to `own` is replaced by `replacement`, in O(log n).
+// The k-th smallest of `sorted` after its element at `removed` is replaced by `replacement`, in O(log n).
+// `is_replacement` says whether the answer is the replacement itself.
 template <class V>
-V kth_with_replacement(const std::vector<V>& sorted, std::size_t removed, const V& replacement, std::size_t k) {
+V kth_with_replacement(const std::vector<V>& sorted, std::size_t removed, const V& replacement, std::size_t k,
+                       bool& is_replacement) {
   auto at = [&](std::size_t t) -> const V& { return sorted[t < removed ? t : t + 1]; };  // sorted minus one
   std::size_t lo = 0, hi = sorted.size() - 1;  // first index of the reduced array with value >= replacement
   while (lo < hi) {
@@ -88,18 +90,26 @@ V kth_with_replacement(const std::vector<V>& sorted, std::size_t removed, const 
     if (at(mid) < replacement) lo = mid + 1;
     else hi = mid;
   }
+  is_replacement = k == lo;
   if (k < lo) return at(k);
   if (k == lo) return replacement;
   return at(k - 1);
 }
 
+// The median of `sorted` after its element at `removed` is replaced by `replacement`. `removed` is the
+// element's own rank (any position of an equal value gives the same median; the filtered path cannot search
+// for a value among enclosures that may overlap it). `is_replacement`: the median is the replacement itself,
+// so comparing the chunk's statistic with it is comparing a value with itself, which enclosures cannot decide.
 template <class V>
-V median_with_replacement(const std::vector<V>& sorted, const V& own, const V& replacement, MedianRule rule) {
-  auto removed = static_cast<std::size_t>(std::lower_bound(sorted.begin(), sorted.end(), own) - sorted.begin());
+V median_with_replacement(const std::vector<V>& sorted, std::size_t removed, const V& replacement, MedianRule rule,
+                          bool& is_replacement) {
   std::size_t n = sorted.size(), k = (n - 1) / 2;
-  V lower = kth_with_replacement(sorted, removed, replacement, k);
+  V lower = kth_with_replacement(sorted, removed, replacement, k, is_replacement);
   if (rule == MedianRule::Lower || n % 2 == 1) return lower;
-  return (lower + kth_with_replacement(sorted, removed, replacement, k + 1)) / 2;
+  bool upper_is_replacement = false;
+  V mean = (lower + kth_with_replacement(sorted, removed, replacement, k + 1, upper_is_replacement)) / 2;
+  is_replacement = false;
+  return mean;
 }
 
 struct Failure {
@@ -145,30 +155,46 @@ class EgChecker {
     // A chunk's own statistic moves the median it is compared with, so its gate is possible iff it holds
     // with the chunk at one end of its interval and every other chunk at the opposite end (the median is
     // monotone in each value). With zero-width intervals this is the exact gate.
+    struct SortedEnds {
+      std::vector<V> values;
+      std::vector<std::size_t> rank;  // chunk -> its position in `values`
+    };
     auto ends = [](const std::vector<IntervalOf<V>>& v, bool upper) {
-      std::vector<V> out;
-      for (const IntervalOf<V>& i : v) out.push_back(upper ? i.hi : i.lo);
-      std::sort(out.begin(), out.end());
+      auto end_of = [&](std::size_t i) -> const V& { return upper ? v[i].hi : v[i].lo; };
+      std::vector<std::size_t> order(v.size());
+      for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;
+      // Indices, so no value is compared with itself (an enclosure cannot decide that).
+      std::sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) { return a != b && end_of(a) < end_of(b); });
+      SortedEnds out;
+      out.rank.resize(v.size());
+      for (std::size_t t = 0; t < order.size(); ++t) {
+        out.values.push_back(end_of(order[t]));
+        out.rank[order[t]] = t;
+      }
       return out;
     };
-    std::vector<V> score_lo = ends(b_.score, false), score_hi = ends(b_.score, true);
-    std::vector<V> entropy_lo = ends(b_.entropy, false), entropy_hi = ends(b_.entropy, true);
-    auto median_with = [&](const std::vector<V>& sorted, const V& own_end, const V& replacement) {
-      return median_with_replacement(sorted, own_end, replacement, params_.median);
+    SortedEnds score_lo = ends(b_.score, false), score_hi = ends(b_.score, true);
+    SortedEnds entropy_lo = ends(b_.entropy, false), entropy_hi = ends(b_.entropy, true);
+    // value >= median(values with chunk `own`'s replaced by `value`), and value < the same median.
+    auto at_least_median = [&](const SortedEnds& sorted, Index own, const V& value) {
+      bool itself = false;
+      V m = median_with_replacement(sorted.values, sorted.rank[static_cast<std::size_t>(own)], value, params_.median, itself);
+      return itself || value >= m;
     };
+    auto below_median = [&](const SortedEnds& sorted, Index own, const V& value) { return !at_least_median(sorted, own, value); };
     for (Index i = 0; i < n_chunks_; ++i) {
       const IntervalOf<V>& s = b_.score[static_cast<std::size_t>(i)];
       const IntervalOf<V>& h = b_.entropy[static_cast<std::size_t>(i)];
       Possible p;
-      p.important_true = s.hi >= median_with(score_lo, s.lo, s.hi);  // S_i >= median(S)
-      p.important_false = s.lo < median_with(score_hi, s.hi, s.lo);
+      p.important_true = at_least_median(score_lo, i, s.hi);  // S_i >= median(S)
+      p.important_false = below_median(score_hi, i, s.lo);
       if (params_.entropy_threshold) {
         V tau(*params_.entropy_threshold);
         p.spiky_true = h.lo < tau;  // H~_i < tau
         p.spiky_false = h.hi >= tau;
       } else {
-        p.spiky_true = h.lo < median_with(entropy_hi, h.hi, h.lo);
-        p.spiky_false = h.hi >= median_with(entropy_lo, h.lo, h.hi);
+        p.spiky_true = below_median(entropy_hi, i, h.lo);
+        p.spiky_false = at_least_median(entropy_lo, i, h.hi);
       }
       poss_.push_back(p);
     }

@@ -31,13 +31,17 @@ enum class TieFormula : unsigned char {
   TokenValueMinusError,  // round50(round50(x_j) - err(mass_j)): a, b as above, c = mass_j
   TokenValuePlusError,   // round50(round50(x_j) + err(mass_j))
   ExactChunkMean,        // round50(round50(S_i) / n_i): a, b the exact chunk sum's pair, c = n_i
+  ChunkMeanMinusError,   // mean - err(A_i, n_i): a, b, c as above, d, e the exact pair of A_i (sum of mass_j)
+  ChunkMeanPlusError,    // mean + err(A_i, n_i)
+  EntropyLow,            // a chunk's entropy interval ends: a = the id of the chunk's content (its sequence of
+  EntropyHigh,           //   exact head sums and masses), equal only for chunks with equal content
 };
 
 struct TieKey {
   TieFormula formula = TieFormula::None;
-  double a = 0, b = 0, c = 0;  // the exact inputs (see where keys are set in admissibility_bounds.cpp)
+  double a = 0, b = 0, c = 0, d = 0, e = 0;  // the exact inputs (set in admissibility_bounds.cpp)
   bool same_value_as(const TieKey& o) const {
-    return formula != TieFormula::None && formula == o.formula && a == o.a && b == o.b && c == o.c;
+    return formula != TieFormula::None && formula == o.formula && a == o.a && b == o.b && c == o.c && d == o.d && e == o.e;
   }
 };
 
