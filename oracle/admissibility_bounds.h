@@ -18,6 +18,7 @@
 // proofs/15_filtered_admissibility.md).
 #pragma once
 
+#include <deque>
 #include <vector>
 
 #include "oracle/chunk_internal.h"
@@ -38,6 +39,7 @@ struct SelectorBoundsOf {
   std::vector<IntervalOf<V>> x;        // ranking value per position
   std::vector<IntervalOf<V>> score;    // S_i per chunk
   std::vector<IntervalOf<V>> entropy;  // H~_i per chunk (only when requested)
+  std::deque<TieKey> tie_keys;         // what DoubleEnclosure ends' keys point to (a deque: addresses stay put)
 };
 using SelectorBounds = SelectorBoundsOf<Real>;
 

@@ -11,7 +11,9 @@
 // (common: tie-heavy scores) without falling back.
 #pragma once
 
+#include <bit>
 #include <cmath>
+#include <cstdint>
 #include <limits>
 #include <stdexcept>
 
@@ -45,6 +47,9 @@ struct TieKey {
   }
 };
 
+inline double min_of(double a, double b) { return b < a ? b : a; }
+inline double max_of(double a, double b) { return a < b ? b : a; }
+
 class DoubleEnclosure {
  public:
   DoubleEnclosure() = default;
@@ -62,8 +67,9 @@ class DoubleEnclosure {
 
   double lo() const { return lo_; }
   double hi() const { return hi_; }
-  const TieKey& key() const { return key_; }
-  void set_key(const TieKey& k) { key_ = k; }
+  // Null, or a key owned by whoever computed the value (SelectorBoundsOf::tie_keys), which outlives it.
+  const TieKey* key() const { return key_; }
+  void set_key(const TieKey* k) { key_ = k; }
 
   friend DoubleEnclosure operator+(const DoubleEnclosure& a, const DoubleEnclosure& b) {
     return between(sum_down(a.lo_, b.lo_), sum_up(a.hi_, b.hi_));
@@ -73,21 +79,24 @@ class DoubleEnclosure {
   }
   friend DoubleEnclosure operator-(const DoubleEnclosure& a) { return between(-a.hi_, -a.lo_); }
   friend DoubleEnclosure operator*(const DoubleEnclosure& a, const DoubleEnclosure& b) {
+    if (a.lo_ >= 0 && b.lo_ >= 0) return between(product_down(a.lo_, b.lo_), product_up(a.hi_, b.hi_));
+    if (a.lo_ >= 0 && b.hi_ <= 0) return between(product_down(a.hi_, b.lo_), product_up(a.lo_, b.hi_));
     double p[4][2] = {{a.lo_, b.lo_}, {a.lo_, b.hi_}, {a.hi_, b.lo_}, {a.hi_, b.hi_}};
     double lo = std::numeric_limits<double>::infinity(), hi = -lo;
     for (auto& q : p) {
-      lo = std::fmin(lo, product_down(q[0], q[1]));
-      hi = std::fmax(hi, product_up(q[0], q[1]));
+      lo = min_of(lo, product_down(q[0], q[1]));
+      hi = max_of(hi, product_up(q[0], q[1]));
     }
     return between(lo, hi);
   }
   friend DoubleEnclosure operator/(const DoubleEnclosure& a, const DoubleEnclosure& b) {
     if (!(b.lo_ > 0 || b.hi_ < 0)) throw UndecidedInDouble();  // divisor may be zero: let 50 digits decide
+    if (a.lo_ >= 0 && b.lo_ > 0) return between(quotient_down(a.lo_, b.hi_), quotient_up(a.hi_, b.lo_));
     double p[4][2] = {{a.lo_, b.lo_}, {a.lo_, b.hi_}, {a.hi_, b.lo_}, {a.hi_, b.hi_}};
     double lo = std::numeric_limits<double>::infinity(), hi = -lo;
     for (auto& q : p) {
-      lo = std::fmin(lo, quotient_down(q[0], q[1]));
-      hi = std::fmax(hi, quotient_up(q[0], q[1]));
+      lo = min_of(lo, quotient_down(q[0], q[1]));
+      hi = max_of(hi, quotient_up(q[0], q[1]));
     }
     return between(lo, hi);
   }
@@ -96,13 +105,13 @@ class DoubleEnclosure {
 
   // Comparisons of the enclosed values: decided, or UndecidedInDouble.
   friend bool operator<(const DoubleEnclosure& a, const DoubleEnclosure& b) {
-    if (a.key_.same_value_as(b.key_)) return false;
+    if (same_value(a.key_, b.key_)) return false;
     if (a.hi_ < b.lo_) return true;
     if (a.lo_ >= b.hi_) return false;
     throw UndecidedInDouble();
   }
   friend bool operator<=(const DoubleEnclosure& a, const DoubleEnclosure& b) {
-    if (a.key_.same_value_as(b.key_)) return true;
+    if (same_value(a.key_, b.key_)) return true;
     if (a.hi_ <= b.lo_) return true;
     if (a.lo_ > b.hi_) return false;
     throw UndecidedInDouble();
@@ -112,8 +121,14 @@ class DoubleEnclosure {
   friend bool operator==(const DoubleEnclosure& a, const DoubleEnclosure& b) { return a <= b && b <= a; }
 
   // Outward-rounded elementary operations (see the proof for the accuracy they assume of glibc and Boost).
-  static double down(double v) { return std::nextafter(v, -std::numeric_limits<double>::infinity()); }
-  static double up(double v) { return std::nextafter(v, std::numeric_limits<double>::infinity()); }
+  // One ulp toward -inf / +inf (std::nextafter without the library call; NaN stays NaN).
+  static double down(double v) {
+    if (v != v || v == -std::numeric_limits<double>::infinity()) return v;
+    if (v == 0) return -std::numeric_limits<double>::denorm_min();
+    auto bits = std::bit_cast<std::uint64_t>(v);
+    return std::bit_cast<double>(v > 0 ? bits - 1 : bits + 1);
+  }
+  static double up(double v) { return -down(-v); }
 
  private:
   // Round-to-nearest result r with its exact error e (a + b = r + e): step toward the error's side.
@@ -151,8 +166,10 @@ class DoubleEnclosure {
     return (rem > 0) != (b < 0) && rem != 0 ? up(q) : q;
   }
 
+  static bool same_value(const TieKey* a, const TieKey* b) { return a != nullptr && b != nullptr && a->same_value_as(*b); }
+
   double lo_ = 0, hi_ = 0;
-  TieKey key_;
+  const TieKey* key_ = nullptr;
 };
 
 // Slack for the 50-digit path's own errors where the filtered path does not mirror its operation order
@@ -163,28 +180,31 @@ inline DoubleEnclosure widened(const DoubleEnclosure& v, double absolute) {
 
 // ln over an enclosure: glibc's log is within 1 ulp; three ulps and 2^-120 absolute also cover Boost's
 // 50-digit log, which the 50-digit path uses.
+// One library call: ln(hi) <= ln(lo) + (hi - lo) / lo, each rounding stepped outward.
 inline DoubleEnclosure log(const DoubleEnclosure& v) {
   if (!(v.lo() > 0)) throw UndecidedInDouble();
-  double lo = std::log(v.lo()), hi = std::log(v.hi());
+  const double at_lo = std::log(v.lo());
+  double lo = at_lo, hi = at_lo;
   for (int i = 0; i < 3; ++i) {
     lo = DoubleEnclosure::down(lo);
     hi = DoubleEnclosure::up(hi);
   }
+  if (v.hi() != v.lo()) hi = DoubleEnclosure::up(hi + DoubleEnclosure::up(DoubleEnclosure::up(v.hi() - v.lo()) / v.lo()));
   return widened(DoubleEnclosure::between(lo, hi), 0x1p-120);
 }
 
 inline DoubleEnclosure abs(const DoubleEnclosure& v) {
   if (v.lo() >= 0) return v;
   if (v.hi() <= 0) return -v;
-  return DoubleEnclosure::between(0, std::fmax(-v.lo(), v.hi()));
+  return DoubleEnclosure::between(0, max_of(-v.lo(), v.hi()));
 }
 
 // min / max are monotone, so they need no decision (the 50-digit path's std::min picks the same value).
 inline DoubleEnclosure lesser(const DoubleEnclosure& a, const DoubleEnclosure& b) {
-  return DoubleEnclosure::between(std::fmin(a.lo(), b.lo()), std::fmin(a.hi(), b.hi()));
+  return DoubleEnclosure::between(min_of(a.lo(), b.lo()), min_of(a.hi(), b.hi()));
 }
 inline DoubleEnclosure greater(const DoubleEnclosure& a, const DoubleEnclosure& b) {
-  return DoubleEnclosure::between(std::fmax(a.lo(), b.lo()), std::fmax(a.hi(), b.hi()));
+  return DoubleEnclosure::between(max_of(a.lo(), b.lo()), max_of(a.hi(), b.hi()));
 }
 
 // The exact sum of doubles as an unevaluated pair hi + lo, exact while `exact` holds; `slack` bounds
