@@ -7,6 +7,7 @@
 #include <cmath>
 #include <limits>
 #include <map>
+#include <type_traits>
 
 namespace kvaudit::oracle::detail {
 namespace {
@@ -23,7 +24,7 @@ struct ExactStatistics {
 };
 
 ExactStatistics<Real> exact_statistics(const HeadScores& scores, const std::vector<Chunk>& chunks, bool clamp,
-                                       std::deque<TieKey>&, Real*) {
+                                       std::vector<TieKey>&, Real*) {
   std::vector<BigInt> fixed = fixed_head_sums(scores, clamp);
   ExactStatistics<Real> s;
   s.x = to_reals(fixed);
@@ -34,7 +35,7 @@ ExactStatistics<Real> exact_statistics(const HeadScores& scores, const std::vect
 // Head sums as exact pairs of doubles (float32 values are exact doubles); a pair that lost bits becomes a
 // plain enclosure without a tie key. The 50-digit path rounds the exact sum once, so it lies inside.
 ExactStatistics<DoubleEnclosure> exact_statistics(const HeadScores& scores, const std::vector<Chunk>& chunks, bool clamp,
-                                                  std::deque<TieKey>& keys, DoubleEnclosure*) {
+                                                  std::vector<TieKey>& keys, DoubleEnclosure*) {
   ExactStatistics<DoubleEnclosure> s;
   std::vector<ExactDoubleSum> sums(static_cast<std::size_t>(scores.tokens));
   s.x.reserve(sums.size());
@@ -46,7 +47,7 @@ ExactStatistics<DoubleEnclosure> exact_statistics(const HeadScores& scores, cons
       v = greater(v, DoubleEnclosure(0.0));  // max(0, x) is monotone
       if (sum.exact && (sum.hi < 0 || (sum.hi == 0 && sum.lo < 0))) sum = ExactDoubleSum{};  // exactly 0
     }
-    if (sum.exact) v.set_key(&keys.emplace_back(TieKey{TieFormula::ExactTokenValue, sum.hi, sum.lo}));
+    if (sum.exact) v.set_key(add_tie_key(keys, TieKey{TieFormula::ExactTokenValue, sum.hi, sum.lo}));
     s.x.push_back(v);
   }
   for (const Chunk& c : chunks) {
@@ -61,7 +62,7 @@ ExactStatistics<DoubleEnclosure> exact_statistics(const HeadScores& scores, cons
     DoubleEnclosure mean = (total.enclosure() + inexact_part) / DoubleEnclosure(c.size());
     bool all_exact = total.exact;
     for (Index j = c.begin; j < c.end && all_exact; ++j) all_exact = sums[static_cast<std::size_t>(j)].exact;
-    if (all_exact) mean.set_key(&keys.emplace_back(TieKey{TieFormula::ExactChunkMean, total.hi, total.lo, static_cast<double>(c.size())}));
+    if (all_exact) mean.set_key(add_tie_key(keys, TieKey{TieFormula::ExactChunkMean, total.hi, total.lo, static_cast<double>(c.size())}));
     s.means.push_back(mean);
   }
   return s;
@@ -97,24 +98,24 @@ V gamma(Index k) {
 
 // Tie keys: the 50-digit value of an endpoint is a function of the exact head sum and (with an error
 // term) of mass_j alone, so equal keys mean equal values. Nothing to do in 50 digits.
-void key_endpoints(IntervalOf<Real>&, const Real&, double, bool, std::deque<TieKey>&) {}
-void key_endpoints(IntervalOf<DoubleEnclosure>& v, const DoubleEnclosure& x, double mass, bool exact, std::deque<TieKey>& keys) {
+void key_endpoints(IntervalOf<Real>&, const Real&, double, bool, std::vector<TieKey>&) {}
+void key_endpoints(IntervalOf<DoubleEnclosure>& v, const DoubleEnclosure& x, double mass, bool exact, std::vector<TieKey>& keys) {
   const TieKey* k = x.key();
   if (k == nullptr || k->formula != TieFormula::ExactTokenValue) return;
   if (exact) {
     v.lo.set_key(k);
     v.hi.set_key(k);
   } else {
-    v.lo.set_key(&keys.emplace_back(TieKey{TieFormula::TokenValueMinusError, k->a, k->b, mass}));
-    v.hi.set_key(&keys.emplace_back(TieKey{TieFormula::TokenValuePlusError, k->a, k->b, mass}));
+    v.lo.set_key(add_tie_key(keys, TieKey{TieFormula::TokenValueMinusError, k->a, k->b, mass}));
+    v.hi.set_key(add_tie_key(keys, TieKey{TieFormula::TokenValuePlusError, k->a, k->b, mass}));
   }
 }
 // A chunk mean's ends: the mean alone (ExactOnly), or the mean -/+ an error that is a function of n and of
 // the 50-digit sum A_i of the chunk's mass_j. That sum is exact when the masses (all >= 0) span fewer than
 // 160 binary orders: every partial sum then fits the 50-digit format's 166 bits.
-void key_means(IntervalOf<Real>&, const Real&, const double*, const double*, bool, std::deque<TieKey>&) {}
+void key_means(IntervalOf<Real>&, const Real&, const double*, const double*, bool, std::vector<TieKey>&) {}
 void key_means(IntervalOf<DoubleEnclosure>& v, const DoubleEnclosure& mean, const double* mass_begin,
-               const double* mass_end, bool exact, std::deque<TieKey>& keys) {
+               const double* mass_end, bool exact, std::vector<TieKey>& keys) {
   const TieKey* k = mean.key();
   if (k == nullptr || k->formula != TieFormula::ExactChunkMean) return;
   if (exact) {
@@ -130,17 +131,17 @@ void key_means(IntervalOf<DoubleEnclosure>& v, const DoubleEnclosure& mean, cons
   }
   if (!total.exact) return;
   if (total.hi != 0 && std::ilogb(total.hi) + 1 - lowest_bit >= 160) return;
-  v.lo.set_key(&keys.emplace_back(TieKey{TieFormula::ChunkMeanMinusError, k->a, k->b, k->c, total.hi, total.lo}));
-  v.hi.set_key(&keys.emplace_back(TieKey{TieFormula::ChunkMeanPlusError, k->a, k->b, k->c, total.hi, total.lo}));
+  v.lo.set_key(add_tie_key(keys, TieKey{TieFormula::ChunkMeanMinusError, k->a, k->b, k->c, total.hi, total.lo}));
+  v.hi.set_key(add_tie_key(keys, TieKey{TieFormula::ChunkMeanPlusError, k->a, k->b, k->c, total.hi, total.lo}));
 }
 
 // A chunk's entropy ends are functions of its sequence of exact head sums and masses (and of eps, r, H,
 // shared by the check): chunks with equal sequences get equal ids, and so bit-identical 50-digit ends.
 class ChunkContentIds {
  public:
-  void key(IntervalOf<Real>&, const std::vector<Real>&, const std::vector<double>&, const Chunk&, std::deque<TieKey>&) {}
+  void key(IntervalOf<Real>&, const std::vector<Real>&, const std::vector<double>&, const Chunk&, std::vector<TieKey>&) {}
   void key(IntervalOf<DoubleEnclosure>& v, const std::vector<DoubleEnclosure>& x, const std::vector<double>& mass, const Chunk& c,
-           std::deque<TieKey>& keys) {
+           std::vector<TieKey>& keys) {
     std::vector<double> content;
     content.reserve(static_cast<std::size_t>(3 * c.size()));
     for (Index j = c.begin; j < c.end; ++j) {
@@ -149,8 +150,8 @@ class ChunkContentIds {
       content.insert(content.end(), {k->a, k->b, mass[static_cast<std::size_t>(j)]});
     }
     auto [it, added] = ids_.try_emplace(std::move(content), static_cast<double>(ids_.size()));
-    v.lo.set_key(&keys.emplace_back(TieKey{TieFormula::EntropyLow, it->second}));
-    v.hi.set_key(&keys.emplace_back(TieKey{TieFormula::EntropyHigh, it->second}));
+    v.lo.set_key(add_tie_key(keys, TieKey{TieFormula::EntropyLow, it->second}));
+    v.hi.set_key(add_tie_key(keys, TieKey{TieFormula::EntropyHigh, it->second}));
   }
 
  private:
@@ -168,6 +169,8 @@ SelectorBoundsOf<V> selector_bounds(const HeadScores& scores, const SelectorPara
   bool exact = rounding == Rounding::ExactOnly;
   SelectorBoundsOf<V> b;
   b.chunks = chunk_layout(scores.tokens, params.chunk_length);
+  // Keys: one per head sum, two per token value interval, one per chunk mean, two per score and entropy interval.
+  if constexpr (std::is_same_v<V, DoubleEnclosure>) b.tie_keys.reserve(static_cast<std::size_t>(3 * scores.tokens) + 5 * b.chunks.size());
   ExactStatistics<V> stats = exact_statistics(scores, b.chunks, clamp, b.tie_keys, static_cast<V*>(nullptr));
   const std::vector<V>& x = stats.x;
   std::vector<double> mass = abs_head_sums(scores);

@@ -18,7 +18,6 @@
 // proofs/15_filtered_admissibility.md).
 #pragma once
 
-#include <deque>
 #include <vector>
 
 #include "oracle/chunk_internal.h"
@@ -39,8 +38,24 @@ struct SelectorBoundsOf {
   std::vector<IntervalOf<V>> x;        // ranking value per position
   std::vector<IntervalOf<V>> score;    // S_i per chunk
   std::vector<IntervalOf<V>> entropy;  // H~_i per chunk (only when requested)
-  std::deque<TieKey> tie_keys;         // what DoubleEnclosure ends' keys point to (a deque: addresses stay put)
+  // What DoubleEnclosure ends' keys point to: reserved once and never grown past its capacity (add_tie_key), so
+  // the addresses stay put, also when the bounds are moved; copying would leave them pointing at the original.
+  std::vector<TieKey> tie_keys;
+
+  SelectorBoundsOf() = default;
+  SelectorBoundsOf(SelectorBoundsOf&&) noexcept = default;
+  SelectorBoundsOf& operator=(SelectorBoundsOf&&) noexcept = default;
+  SelectorBoundsOf(const SelectorBoundsOf&) = delete;
+  SelectorBoundsOf& operator=(const SelectorBoundsOf&) = delete;
 };
+
+// Stores `key` and returns its address, or null (no key: fewer ties decided in double, never a wrong one) when
+// the reserved capacity is used up.
+inline const TieKey* add_tie_key(std::vector<TieKey>& keys, const TieKey& key) {
+  if (keys.size() == keys.capacity()) return nullptr;
+  keys.push_back(key);
+  return &keys.back();
+}
 using SelectorBounds = SelectorBoundsOf<Real>;
 
 // `clamp`: the exact flavour of EG-ChunkKV ranks max(0, head sum). `with_entropy`: EG-ChunkKV only.

@@ -123,10 +123,13 @@ class DoubleEnclosure {
   // Outward-rounded elementary operations (see the proof for the accuracy they assume of glibc and Boost).
   // One ulp toward -inf / +inf (std::nextafter without the library call; NaN stays NaN).
   static double down(double v) {
+    const auto bits = std::bit_cast<std::uint64_t>(v);
+    // Finite and nonzero (the common case): magnitude bits minus one lie below the infinity pattern minus one.
+    if ((bits & 0x7fffffffffffffffULL) - 1 < 0x7fefffffffffffffULL)
+      return std::bit_cast<double>(bits - 1 + 2 * (bits >> 63));  // positive: toward 0; negative: away from it
     if (v != v || v == -std::numeric_limits<double>::infinity()) return v;
     if (v == 0) return -std::numeric_limits<double>::denorm_min();
-    auto bits = std::bit_cast<std::uint64_t>(v);
-    return std::bit_cast<double>(v > 0 ? bits - 1 : bits + 1);
+    return std::numeric_limits<double>::max();  // +inf
   }
   static double up(double v) { return -down(-v); }
 
@@ -134,11 +137,13 @@ class DoubleEnclosure {
   // Round-to-nearest result r with its exact error e (a + b = r + e): step toward the error's side.
   static double sum_down(double a, double b) {
     double r = a + b, bb = r - a, e = (a - (r - bb)) + (b - bb);  // TwoSum: exact even for subnormals
-    return e < 0 || std::isnan(e) ? down(r) : r;
+    const double stepped = down(r);  // computed either way: the select below is branch-free
+    return e < 0 || e != e ? stepped : r;
   }
   static double sum_up(double a, double b) {
     double r = a + b, bb = r - a, e = (a - (r - bb)) + (b - bb);
-    return e > 0 || std::isnan(e) ? up(r) : r;
+    const double stepped = up(r);
+    return e > 0 || e != e ? stepped : r;
   }
   // Products and quotients step one ulp outward always: telling exact results apart would need fma, which the
   // baseline x86-64 target emulates in software (slower than the whole step). Sums above stay exact when exact.
