@@ -93,7 +93,8 @@ Answer check_answer(const SelectorParams& p, const ScoreFile& f, const Selection
     if (decided) v = Verdict::conforms();
     if (canonical) *canonical = std::move(c);
   }
-  if (!decided) v = audit::check_chunk_claim(f.view(), p, claimed);
+  oracle::ArithmeticCounts counts;
+  if (!decided) v = audit::check_chunk_claim(f.view(), p, claimed, &counts);
   Answer a;
   a.verdict = v.kind;
   a.body = describe_params(p, f);
@@ -101,6 +102,9 @@ Answer check_answer(const SelectorParams& p, const ScoreFile& f, const Selection
   a.body["verdict"] = to_string(v.kind);
   a.body["rule"] = v.rule;
   a.body["message"] = v.message;
+  // How the admissibility rules were decided (proofs/15_filtered_admissibility.md): in double enclosures, or
+  // handed to 50 digits near a tie. Both zero when the claim was the canonical selection or stopped earlier.
+  a.body["arithmetic"] = {{"decided_in_double", counts.decided_in_double}, {"fell_back_to_50_digits", counts.fell_back_to_50_digits}};
   const Index declared = declared_token_budget(p, f.tokens);
   if (declared >= 0) a.body["budget"] = declared;
   return a;

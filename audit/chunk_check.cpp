@@ -179,10 +179,13 @@ Selection normalize_chunk_claim(Selection claim, const HeadScores& scores, const
   return normalize_form(std::move(claim), case_of(scores, params));
 }
 
-Verdict check_chunk_claim(const HeadScores& scores, const SelectorParams& params, const Selection& claim) {
+Verdict check_chunk_claim(const HeadScores& scores, const SelectorParams& params, const Selection& claim,
+                          oracle::ArithmeticCounts* counts) {
   const ConformCase c = case_of(scores, params);
   const Selection answer = normalize_form(claim, c);
-  Verdict v = oracle::check_admissible(scores, params, answer);
+  oracle::AdmissibilityOptions options;
+  options.counts = counts;
+  Verdict v = oracle::check_admissible(scores, params, answer, options);
   if (v.kind == VerdictKind::Violates) v = name_chunk_mistake(c, answer, std::move(v));
   return v;
 }

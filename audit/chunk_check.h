@@ -6,6 +6,7 @@
 
 #include "core/types.h"
 #include "core/verdict.h"
+#include "oracle/chunk_selection.h"
 
 namespace kvaudit::audit {
 
@@ -14,7 +15,9 @@ namespace kvaudit::audit {
 Selection normalize_chunk_claim(Selection claim, const HeadScores& scores, const SelectorParams& params);
 
 // Normalizes the claim's form, decides admissibility, names the mistake. Throws std::invalid_argument for
-// parameters the oracle rejects.
-Verdict check_chunk_claim(const HeadScores& scores, const SelectorParams& params, const Selection& claim);
+// parameters the oracle rejects. `counts`, when set, records whether the admissibility decision was made in
+// double or fell back to 50 digits (oracle::ArithmeticCounts; the what-if checks naming a mistake are not counted).
+Verdict check_chunk_claim(const HeadScores& scores, const SelectorParams& params, const Selection& claim,
+                          oracle::ArithmeticCounts* counts = nullptr);
 
 }  // namespace kvaudit::audit

@@ -15,27 +15,21 @@ std::string show(const Real& v) {
   return out.str();
 }
 
-std::string show_interval(const Interval& v) {
-  if (v.lo == v.hi) return show(v.lo);
-  return "[" + show(v.lo) + ", " + show(v.hi) + "]";
-}
-
-std::optional<TopKWitness> top_k_violation(const std::vector<Interval>& values, const std::vector<Index>& kept,
-                                           const std::vector<Index>& dropped) {
-  if (kept.empty() || dropped.empty()) return std::nullopt;
-  auto at = [&](Index p) -> const Interval& { return values[static_cast<std::size_t>(p)]; };
-  // Lowest index among equals so messages are reproducible.
-  Index weakest = *std::min_element(kept.begin(), kept.end(), [&](Index a, Index b) { return at(a).hi < at(b).hi; });
-  Index strongest = *std::min_element(dropped.begin(), dropped.end(), [&](Index a, Index b) { return at(a).lo > at(b).lo; });
-  if (at(weakest).hi >= at(strongest).lo) return std::nullopt;
-  return TopKWitness{weakest, strongest};
+// Printing to 9 digits is monotone and the 50-digit value's double lies between the ends, so ends that
+// print alike print what the 50-digit path prints.
+std::string show(const DoubleEnclosure& v) {
+  std::string lo = show(Real(v.lo())), hi = show(Real(v.hi()));
+  if (lo != hi) throw UndecidedInDouble();
+  return lo;
 }
 
 }  // namespace detail
 
 namespace {
 
-using detail::Interval;
+using detail::DoubleEnclosure;
+using detail::IntervalOf;
+using detail::Real;
 
 std::string chunk_name(Index i, const detail::Chunk& c) {
   return "chunk " + std::to_string(i) + " [" + std::to_string(c.begin) + ", " + std::to_string(c.end) + ")";
@@ -65,7 +59,8 @@ std::vector<Index> complement(const Positions& kept, Index tokens) {
   return out;
 }
 
-Verdict top_k_verdict(const std::vector<Interval>& values, const Positions& kept, Index tokens, const std::string& what) {
+template <class V>
+Verdict top_k_verdict(const std::vector<IntervalOf<V>>& values, const Positions& kept, Index tokens, const std::string& what) {
   auto w = detail::top_k_violation(values, kept, complement(kept, tokens));
   if (!w) return Verdict::conforms();
   return Verdict::violates("token-choice", what + ": kept position " + std::to_string(w->kept) + " (score " +
@@ -100,24 +95,25 @@ Verdict partial_chunk_verdict(const std::vector<bool>& keep, Index tokens, Index
   return Verdict::violates("whole-chunk", what + "; ChunkKV keeps chunks whole");
 }
 
+template <class V>
 Verdict chunkkv_rules(const HeadScores& scores, const SelectorParams& params, const Selection& claimed,
                       const ChunkKvBudget& budget, Rounding rounding, bool per_head) {
   if (detail::ratio_is_zero(params)) return Verdict::conforms();  // budget stage already demanded all T positions
   if (budget.fallback) {
     if (per_head) {  // kvpress: per head, on that head's own (exact float32) scores
       for (Index h = 0; h < scores.heads; ++h) {
-        std::vector<Interval> row;
-        for (Index t = 0; t < scores.tokens; ++t) row.push_back({detail::Real(scores.at(h, t)), detail::Real(scores.at(h, t))});
+        std::vector<IntervalOf<V>> row;
+        for (Index t = 0; t < scores.tokens; ++t) row.push_back({V(static_cast<double>(scores.at(h, t))), V(static_cast<double>(scores.at(h, t)))});
         Verdict v = top_k_verdict(row, claimed.kept[static_cast<std::size_t>(h)], scores.tokens,
                                   "head " + std::to_string(h) + " (fallback top-k, no complete chunk)");
         if (!v.passed()) return v;
       }
       return Verdict::conforms();
     }
-    auto bounds = detail::selector_bounds(scores, params, rounding, /*clamp=*/false, /*with_entropy=*/false);
+    auto bounds = detail::selector_bounds<V>(scores, params, rounding, /*clamp=*/false, /*with_entropy=*/false);
     return top_k_verdict(bounds.x, claimed.kept[0], scores.tokens, "fallback top-L of head-summed scores");
   }
-  auto bounds = detail::selector_bounds(scores, params, rounding, /*clamp=*/false, /*with_entropy=*/false);
+  auto bounds = detail::selector_bounds<V>(scores, params, rounding, /*clamp=*/false, /*with_entropy=*/false);
   std::vector<bool> keep(static_cast<std::size_t>(scores.tokens), false);
   for (Index p : claimed.kept[0]) keep[static_cast<std::size_t>(p)] = true;
   std::vector<Index> kept_chunks, dropped_chunks;
@@ -137,12 +133,28 @@ Verdict chunkkv_rules(const HeadScores& scores, const SelectorParams& params, co
                                               " (mean " + detail::show_interval(bounds.score[static_cast<std::size_t>(w->kept)]) + ")");
 }
 
+// The rules, filtered: decided in double enclosures when every comparison they make can be, else in
+// 50 digits (the naive reference, which Arithmetic::Reference50Digit always uses).
+template <class Rules>
+Verdict rule_stage(const AdmissibilityOptions& options, Rules rules) {
+  if (options.arithmetic == Arithmetic::Filtered) {
+    try {
+      Verdict v = rules.template operator()<DoubleEnclosure>();
+      if (options.counts) ++options.counts->decided_in_double;
+      return v;
+    } catch (const detail::UndecidedInDouble&) {
+      if (options.counts) ++options.counts->fell_back_to_50_digits;
+    }
+  }
+  return rules.template operator()<Real>();
+}
+
 }  // namespace
 
 std::vector<ValueInterval> token_value_intervals(const HeadScores& scores, const SelectorParams& params, Rounding rounding) {
   detail::validate(scores, params);
   bool clamp = params.method == Method::EgChunkKV && params.flavour == Flavour::Exact;
-  auto bounds = detail::selector_bounds(scores, params, rounding, clamp, /*with_entropy=*/false);
+  auto bounds = detail::selector_bounds<Real>(scores, params, rounding, clamp, /*with_entropy=*/false);
   std::vector<ValueInterval> out;
   for (const auto& v : bounds.x) out.push_back({static_cast<double>(v.lo), static_cast<double>(v.hi)});
   return out;
@@ -203,17 +215,19 @@ Verdict check_admissible(const HeadScores& scores, const SelectorParams& params,
                                                     : std::to_string(budget.min_tokens) + " (partial chunk kept) or " +
                                                           std::to_string(budget.max_tokens)));
     }
-    return chunkkv_rules(scores, params, claimed, budget, options.rounding, per_head);
+    return rule_stage(options, [&]<class V>() { return chunkkv_rules<V>(scores, params, claimed, budget, options.rounding, per_head); });
   }
   Index budget_tokens = std::min(options.budget.value_or(detail::eg_token_budget(scores.tokens, params)), scores.tokens);
   auto n = static_cast<Index>(claimed.kept[0].size());
   if (n != budget_tokens)
     return Verdict::violates("budget", "kept " + std::to_string(n) + " positions, budget is " + std::to_string(budget_tokens));
   if (budget_tokens == scores.tokens) return Verdict::conforms();
-  auto bounds = detail::selector_bounds(scores, params, options.rounding, params.flavour == Flavour::Exact, /*with_entropy=*/true);
   std::vector<bool> keep(static_cast<std::size_t>(scores.tokens), false);
   for (Index p : claimed.kept[0]) keep[static_cast<std::size_t>(p)] = true;
-  return detail::eg_rule_check(bounds, params, budget_tokens, keep);
+  return rule_stage(options, [&]<class V>() {
+    auto bounds = detail::selector_bounds<V>(scores, params, options.rounding, params.flavour == Flavour::Exact, /*with_entropy=*/true);
+    return detail::eg_rule_check<V>(bounds, params, budget_tokens, keep);
+  });
 }
 
 }  // namespace kvaudit::oracle

@@ -12,28 +12,56 @@
 //     bound, e_min the largest e_j of the chunk when the chunk is rebased), and D = 2 (|ln eps| + 1)
 //     bounds |d h / d y_j| * (Y + eps) (first-order sensitivity of -sum p ln(p + eps)).
 // ExactOnly uses zero-width intervals around the 50-digit values.
+//
+// The bounds are one generic transcription evaluated in two number types: Real (the naive 50-digit
+// reference) and DoubleEnclosure (the filtered path: double enclosures of those same 50-digit values,
+// proofs/15_filtered_admissibility.md).
 #pragma once
 
 #include <vector>
 
 #include "oracle/chunk_internal.h"
 #include "oracle/chunk_selection.h"
+#include "oracle/double_enclosure.h"
 
 namespace kvaudit::oracle::detail {
 
-struct Interval {
-  Real lo, hi;
+template <class V>
+struct IntervalOf {
+  V lo, hi;
+};
+using Interval = IntervalOf<Real>;
+
+template <class V>
+struct SelectorBoundsOf {
+  std::vector<Chunk> chunks;
+  std::vector<IntervalOf<V>> x;        // ranking value per position
+  std::vector<IntervalOf<V>> score;    // S_i per chunk
+  std::vector<IntervalOf<V>> entropy;  // H~_i per chunk (only when requested)
+  // What DoubleEnclosure ends' keys point to: reserved once and never grown past its capacity (add_tie_key), so
+  // the addresses stay put, also when the bounds are moved; copying would leave them pointing at the original.
+  std::vector<TieKey> tie_keys;
+
+  SelectorBoundsOf() = default;
+  SelectorBoundsOf(SelectorBoundsOf&&) noexcept = default;
+  SelectorBoundsOf& operator=(SelectorBoundsOf&&) noexcept = default;
+  SelectorBoundsOf(const SelectorBoundsOf&) = delete;
+  SelectorBoundsOf& operator=(const SelectorBoundsOf&) = delete;
 };
 
-struct SelectorBounds {
-  std::vector<Chunk> chunks;
-  std::vector<Interval> x;        // ranking value per position
-  std::vector<Interval> score;    // S_i per chunk
-  std::vector<Interval> entropy;  // H~_i per chunk (only when requested)
-};
+// Stores `key` and returns its address, or null (no key: fewer ties decided in double, never a wrong one) when
+// the reserved capacity is used up.
+inline const TieKey* add_tie_key(std::vector<TieKey>& keys, const TieKey& key) {
+  if (keys.size() == keys.capacity()) return nullptr;
+  keys.push_back(key);
+  return &keys.back();
+}
+using SelectorBounds = SelectorBoundsOf<Real>;
 
 // `clamp`: the exact flavour of EG-ChunkKV ranks max(0, head sum). `with_entropy`: EG-ChunkKV only.
-SelectorBounds selector_bounds(const HeadScores& scores, const SelectorParams& params, Rounding rounding, bool clamp,
-                               bool with_entropy);
+// V = Real or DoubleEnclosure (explicitly instantiated); the DoubleEnclosure one may throw UndecidedInDouble.
+template <class V>
+SelectorBoundsOf<V> selector_bounds(const HeadScores& scores, const SelectorParams& params, Rounding rounding, bool clamp,
+                                    bool with_entropy);
 
 }  // namespace kvaudit::oracle::detail

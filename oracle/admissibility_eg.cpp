@@ -78,26 +78,38 @@ bool counts_feasible(const std::vector<Choice>& choices, const std::vector<Possi
          (free_zero_contrib && ok(deficit - 1, slack - 1, free_zero - 1));
 }
 
-// The median of `sorted` after one element equal to `own` is replaced by `replacement`, in O(log n).
-Real kth_with_replacement(const std::vector<Real>& sorted, std::size_t removed, const Real& replacement, std::size_t k) {
-  auto at = [&](std::size_t t) -> const Real& { return sorted[t < removed ? t : t + 1]; };  // sorted minus one
+// The k-th smallest of `sorted` after its element at `removed` is replaced by `replacement`, in O(log n).
+// `is_replacement` says whether the answer is the replacement itself.
+template <class V>
+V kth_with_replacement(const std::vector<V>& sorted, std::size_t removed, const V& replacement, std::size_t k,
+                       bool& is_replacement) {
+  auto at = [&](std::size_t t) -> const V& { return sorted[t < removed ? t : t + 1]; };  // sorted minus one
   std::size_t lo = 0, hi = sorted.size() - 1;  // first index of the reduced array with value >= replacement
   while (lo < hi) {
     std::size_t mid = (lo + hi) / 2;
     if (at(mid) < replacement) lo = mid + 1;
     else hi = mid;
   }
+  is_replacement = k == lo;
   if (k < lo) return at(k);
   if (k == lo) return replacement;
   return at(k - 1);
 }
 
-Real median_with_replacement(const std::vector<Real>& sorted, const Real& own, const Real& replacement, MedianRule rule) {
-  auto removed = static_cast<std::size_t>(std::lower_bound(sorted.begin(), sorted.end(), own) - sorted.begin());
+// The median of `sorted` after its element at `removed` is replaced by `replacement`. `removed` is the
+// element's own rank (any position of an equal value gives the same median; the filtered path cannot search
+// for a value among enclosures that may overlap it). `is_replacement`: the median is the replacement itself,
+// so comparing the chunk's statistic with it is comparing a value with itself, which enclosures cannot decide.
+template <class V>
+V median_with_replacement(const std::vector<V>& sorted, std::size_t removed, const V& replacement, MedianRule rule,
+                          bool& is_replacement) {
   std::size_t n = sorted.size(), k = (n - 1) / 2;
-  Real lower = kth_with_replacement(sorted, removed, replacement, k);
+  V lower = kth_with_replacement(sorted, removed, replacement, k, is_replacement);
   if (rule == MedianRule::Lower || n % 2 == 1) return lower;
-  return (lower + kth_with_replacement(sorted, removed, replacement, k + 1)) / 2;
+  bool upper_is_replacement = false;
+  V mean = (lower + kth_with_replacement(sorted, removed, replacement, k + 1, upper_is_replacement)) / 2;
+  is_replacement = false;
+  return mean;
 }
 
 struct Failure {
@@ -105,9 +117,10 @@ struct Failure {
   Verdict verdict;
 };
 
+template <class V>
 class EgChecker {
  public:
-  EgChecker(const SelectorBounds& b, const SelectorParams& params, Index budget, const std::vector<bool>& keep)
+  EgChecker(const SelectorBoundsOf<V>& b, const SelectorParams& params, Index budget, const std::vector<bool>& keep)
       : b_(b), params_(params), keep_(keep), r_(params.rescue_size) {
     (void)budget;  // the claim's size was checked against it already; k_i carry everything else
     n_chunks_ = static_cast<Index>(b.chunks.size());
@@ -142,30 +155,46 @@ class EgChecker {
     // A chunk's own statistic moves the median it is compared with, so its gate is possible iff it holds
     // with the chunk at one end of its interval and every other chunk at the opposite end (the median is
     // monotone in each value). With zero-width intervals this is the exact gate.
-    auto ends = [](const std::vector<Interval>& v, bool upper) {
-      std::vector<Real> out;
-      for (const Interval& i : v) out.push_back(upper ? i.hi : i.lo);
-      std::sort(out.begin(), out.end());
+    struct SortedEnds {
+      std::vector<V> values;
+      std::vector<std::size_t> rank;  // chunk -> its position in `values`
+    };
+    auto ends = [](const std::vector<IntervalOf<V>>& v, bool upper) {
+      auto end_of = [&](std::size_t i) -> const V& { return upper ? v[i].hi : v[i].lo; };
+      std::vector<std::size_t> order(v.size());
+      for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;
+      // Indices, so no value is compared with itself (an enclosure cannot decide that).
+      std::sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) { return a != b && end_of(a) < end_of(b); });
+      SortedEnds out;
+      out.rank.resize(v.size());
+      for (std::size_t t = 0; t < order.size(); ++t) {
+        out.values.push_back(end_of(order[t]));
+        out.rank[order[t]] = t;
+      }
       return out;
     };
-    std::vector<Real> score_lo = ends(b_.score, false), score_hi = ends(b_.score, true);
-    std::vector<Real> entropy_lo = ends(b_.entropy, false), entropy_hi = ends(b_.entropy, true);
-    auto median_with = [&](const std::vector<Real>& sorted, const Real& own_end, const Real& replacement) {
-      return median_with_replacement(sorted, own_end, replacement, params_.median);
+    SortedEnds score_lo = ends(b_.score, false), score_hi = ends(b_.score, true);
+    SortedEnds entropy_lo = ends(b_.entropy, false), entropy_hi = ends(b_.entropy, true);
+    // value >= median(values with chunk `own`'s replaced by `value`), and value < the same median.
+    auto at_least_median = [&](const SortedEnds& sorted, Index own, const V& value) {
+      bool itself = false;
+      V m = median_with_replacement(sorted.values, sorted.rank[static_cast<std::size_t>(own)], value, params_.median, itself);
+      return itself || value >= m;
     };
+    auto below_median = [&](const SortedEnds& sorted, Index own, const V& value) { return !at_least_median(sorted, own, value); };
     for (Index i = 0; i < n_chunks_; ++i) {
-      const Interval& s = b_.score[static_cast<std::size_t>(i)];
-      const Interval& h = b_.entropy[static_cast<std::size_t>(i)];
+      const IntervalOf<V>& s = b_.score[static_cast<std::size_t>(i)];
+      const IntervalOf<V>& h = b_.entropy[static_cast<std::size_t>(i)];
       Possible p;
-      p.important_true = s.hi >= median_with(score_lo, s.lo, s.hi);  // S_i >= median(S)
-      p.important_false = s.lo < median_with(score_hi, s.hi, s.lo);
+      p.important_true = at_least_median(score_lo, i, s.hi);  // S_i >= median(S)
+      p.important_false = below_median(score_hi, i, s.lo);
       if (params_.entropy_threshold) {
-        Real tau(*params_.entropy_threshold);
+        V tau(*params_.entropy_threshold);
         p.spiky_true = h.lo < tau;  // H~_i < tau
         p.spiky_false = h.hi >= tau;
       } else {
-        p.spiky_true = h.lo < median_with(entropy_hi, h.hi, h.lo);
-        p.spiky_false = h.hi >= median_with(entropy_lo, h.lo, h.hi);
+        p.spiky_true = below_median(entropy_hi, i, h.lo);
+        p.spiky_false = at_least_median(entropy_lo, i, h.hi);
       }
       poss_.push_back(p);
     }
@@ -217,7 +246,7 @@ class EgChecker {
   Failure scenario_no_top_up() const {
     std::vector<Choice> middle(static_cast<std::size_t>(n_chunks_)), last(static_cast<std::size_t>(n_chunks_));
     std::vector<Index> visited, cannot_be_middle;
-    Real max_lo_unvisited = -std::numeric_limits<double>::infinity();
+    V max_lo_unvisited(-std::numeric_limits<double>::infinity());
     Index strongest_unvisited = -1;
     for (Index i = 0; i < n_chunks_; ++i) {
       const Possible& p = poss_[static_cast<std::size_t>(i)];
@@ -226,7 +255,7 @@ class EgChecker {
       Choice& end = last[static_cast<std::size_t>(i)];
       if (k == 0) {  // unvisited: its gates are free as far as the claim goes
         mid = end = {p.gated(), p.plain(), false};
-        const Interval& s = b_.score[static_cast<std::size_t>(i)];
+        const IntervalOf<V>& s = b_.score[static_cast<std::size_t>(i)];
         if (strongest_unvisited < 0 || s.lo > max_lo_unvisited) {
           max_lo_unvisited = s.lo;
           strongest_unvisited = i;
@@ -254,7 +283,7 @@ class EgChecker {
     // The two smallest upper ends among visited chunks, to get min over visited \ {m} in O(1).
     Index weakest = -1, second = -1;
     for (Index i : visited) {
-      const Real& hi = b_.score[static_cast<std::size_t>(i)].hi;
+      const V& hi = b_.score[static_cast<std::size_t>(i)].hi;
       if (weakest < 0 || hi < b_.score[static_cast<std::size_t>(weakest)].hi) {
         second = weakest;
         weakest = i;
@@ -270,10 +299,10 @@ class EgChecker {
         continue;
       }
       // Order: visited \ {m} >= m >= unvisited for some values inside the intervals.
-      const Interval& sm = b_.score[static_cast<std::size_t>(m)];
+      const IntervalOf<V>& sm = b_.score[static_cast<std::size_t>(m)];
       Index above = weakest == m ? second : weakest;  // the weakest other visited chunk
-      Real lo = std::max(sm.lo, max_lo_unvisited);
-      Real hi = above >= 0 ? std::min(sm.hi, b_.score[static_cast<std::size_t>(above)].hi) : sm.hi;
+      V lo = std::max(sm.lo, max_lo_unvisited);
+      V hi = above >= 0 ? std::min(sm.hi, b_.score[static_cast<std::size_t>(above)].hi) : sm.hi;
       if (lo > hi) {
         Index kept_chunk = above >= 0 && b_.score[static_cast<std::size_t>(above)].hi < sm.hi ? above : m;
         if (strongest_unvisited >= 0 && max_lo_unvisited > b_.score[static_cast<std::size_t>(kept_chunk)].hi) {
@@ -306,11 +335,11 @@ class EgChecker {
 
   // Within gated chunk i (n_i > r): some W of r kept positions is an admissible top-r of the chunk and every
   // other kept position of the chunk (a top-up pick) ranks >= every dropped position (max lower end m_d).
-  bool rescue_then_top_up_ok(Index i, const Real& max_dropped_lo) const {
+  bool rescue_then_top_up_ok(Index i, const V& max_dropped_lo) const {
     std::vector<Index> kept = positions(i, true), dropped = positions(i, false);
-    auto x = [&](Index p) -> const Interval& { return b_.x[static_cast<std::size_t>(p)]; };
+    auto x = [&](Index p) -> const IntervalOf<V>& { return b_.x[static_cast<std::size_t>(p)]; };
     for (Index cand : kept) {
-      const Real& t = x(cand).hi;  // t = min over W of the upper ends
+      const V& t = x(cand).hi;  // t = min over W of the upper ends
       bool dropped_below = std::all_of(dropped.begin(), dropped.end(), [&](Index d) { return x(d).lo <= t; });
       if (!dropped_below) continue;
       Index must = 0, can = 0;
@@ -328,7 +357,7 @@ class EgChecker {
   }
 
   Failure scenario_top_up() const {
-    Real max_dropped_lo = -std::numeric_limits<double>::infinity();
+    V max_dropped_lo(-std::numeric_limits<double>::infinity());
     Index strongest_dropped = -1;
     for (std::size_t j = 0; j < keep_.size(); ++j)
       if (!keep_[j] && (strongest_dropped < 0 || b_.x[j].lo > max_dropped_lo)) {
@@ -369,7 +398,7 @@ class EgChecker {
     return {-1, Verdict::conforms()};
   }
 
-  const SelectorBounds& b_;
+  const SelectorBoundsOf<V>& b_;
   const SelectorParams& params_;
   const std::vector<bool>& keep_;
   Index r_;
@@ -381,8 +410,13 @@ class EgChecker {
 
 }  // namespace
 
-Verdict eg_rule_check(const SelectorBounds& bounds, const SelectorParams& params, Index budget, const std::vector<bool>& keep) {
-  return EgChecker(bounds, params, budget, keep).run();
+template <class V>
+Verdict eg_rule_check(const SelectorBoundsOf<V>& bounds, const SelectorParams& params, Index budget, const std::vector<bool>& keep) {
+  return EgChecker<V>(bounds, params, budget, keep).run();
 }
+
+template Verdict eg_rule_check<Real>(const SelectorBoundsOf<Real>&, const SelectorParams&, Index, const std::vector<bool>&);
+template Verdict eg_rule_check<DoubleEnclosure>(const SelectorBoundsOf<DoubleEnclosure>&, const SelectorParams&, Index,
+                                                const std::vector<bool>&);
 
 }  // namespace kvaudit::oracle::detail

@@ -1,7 +1,10 @@
 // Pieces shared by the ChunkKV and EG-ChunkKV admissibility checks: top-k admissibility over intervals,
-// number formatting for messages, and the EG-ChunkKV rule stage.
+// number formatting for messages, and the EG-ChunkKV rule stage. Each is generic over the number type:
+// Real (the naive 50-digit reference) or DoubleEnclosure (the filtered path, which throws
+// UndecidedInDouble when a comparison or a printed digit cannot be decided in double).
 #pragma once
 
+#include <algorithm>
 #include <optional>
 #include <string>
 #include <vector>
@@ -12,7 +15,14 @@
 namespace kvaudit::oracle::detail {
 
 std::string show(const Real& v);  // 9 significant digits, for messages
-std::string show_interval(const Interval& v);
+// The same digits, or UndecidedInDouble when the enclosure's ends print differently.
+std::string show(const DoubleEnclosure& v);
+
+template <class V>
+std::string show_interval(const IntervalOf<V>& v) {
+  if (v.lo == v.hi) return show(v.lo);
+  return "[" + show(v.lo) + ", " + show(v.hi) + "]";
+}
 
 // `kept` is an admissible top-|kept| of kept + dropped iff some choice of values inside the intervals
 // puts every kept value >= every dropped value, i.e. min over kept of hi >= max over dropped of lo.
@@ -21,12 +31,22 @@ struct TopKWitness {
   Index kept = -1;
   Index dropped = -1;
 };
-std::optional<TopKWitness> top_k_violation(const std::vector<Interval>& values, const std::vector<Index>& kept,
-                                           const std::vector<Index>& dropped);
+template <class V>
+std::optional<TopKWitness> top_k_violation(const std::vector<IntervalOf<V>>& values, const std::vector<Index>& kept,
+                                           const std::vector<Index>& dropped) {
+  if (kept.empty() || dropped.empty()) return std::nullopt;
+  auto at = [&](Index p) -> const IntervalOf<V>& { return values[static_cast<std::size_t>(p)]; };
+  // Lowest index among equals so messages are reproducible.
+  Index weakest = *std::min_element(kept.begin(), kept.end(), [&](Index a, Index b) { return at(a).hi < at(b).hi; });
+  Index strongest = *std::min_element(dropped.begin(), dropped.end(), [&](Index a, Index b) { return at(a).lo > at(b).lo; });
+  if (at(weakest).hi >= at(strongest).lo) return std::nullopt;
+  return TopKWitness{weakest, strongest};
+}
 
 // EG-ChunkKV's rule-by-rule stage, run after shape/range/unique/order/budget passed and L < T.
-// `keep` marks the claimed positions.
-Verdict eg_rule_check(const SelectorBounds& bounds, const SelectorParams& params, Index budget,
+// `keep` marks the claimed positions. V = Real or DoubleEnclosure (explicitly instantiated).
+template <class V>
+Verdict eg_rule_check(const SelectorBoundsOf<V>& bounds, const SelectorParams& params, Index budget,
                       const std::vector<bool>& keep);
 
 }  // namespace kvaudit::oracle::detail

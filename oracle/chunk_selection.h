@@ -79,6 +79,22 @@ enum class Rounding {
   ExactOnly,
 };
 
+// How the checker evaluates its comparisons (proofs/15_filtered_admissibility.md). Both give the same
+// verdict, rule and message; Filtered only decides faster.
+enum class Arithmetic {
+  // In double enclosures of the 50-digit values first; in 50 digits only when some comparison (or a
+  // printed digit) cannot be decided in double.
+  Filtered,
+  // Always in Boost's 50-digit cpp_bin_float: the naive reference the filtered path is tested against.
+  Reference50Digit,
+};
+
+// How many rule stages the filtered arithmetic decided in double, and how many it handed to 50 digits.
+struct ArithmeticCounts {
+  Index decided_in_double = 0;
+  Index fell_back_to_50_digits = 0;
+};
+
 struct AdmissibilityOptions {
   Rounding rounding = Rounding::Float32Evaluation;
   // What-if judging, used to name an implementation's mistake (audit/conform's chunk family): is the answer what
@@ -92,6 +108,9 @@ struct AdmissibilityOptions {
   // Accept the median rule the kvpress flavour has no switch for (mean of the middles) instead of answering
   // Unsupported.
   bool any_median = false;
+  Arithmetic arithmetic = Arithmetic::Filtered;
+  // When set, each rule stage run adds one to decided_in_double or fell_back_to_50_digits.
+  ArithmeticCounts* counts = nullptr;
 };
 
 // Conforms if some order of tied values (values equal within the rounding error of float32 evaluation

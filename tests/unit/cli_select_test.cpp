@@ -142,11 +142,17 @@ TEST_F(CliSelect, CheckAcceptsTheSelectorsOwnOutputAndRejectsAnother) {
   EXPECT_EQ(jb["admissible"], false);
   EXPECT_EQ(jb["verdict"], "violates");
   EXPECT_FALSE(jb["rule"].get<std::string>().empty());
+  // The rule stage ran once, decided in double or in 50 digits (proofs/15_filtered_admissibility.md).
+  EXPECT_EQ(jb["arithmetic"]["decided_in_double"].get<int>() + jb["arithmetic"]["fell_back_to_50_digits"].get<int>(), 1) << bad.out;
 
   // Wrong budget and unsorted input are verdicts too, not input errors.
   std::ofstream(path("short.json")) << R"({"kept": [11, 0]})";
   const Outcome sh = run("check " + eg_args(path("four.npy")) + " --selection '" + path("short.json") + "'");
   EXPECT_EQ(sh.code, 1) << sh.out << sh.err;
+  // Stopped at the budget rule: no arithmetic ran.
+  const auto js = nlohmann::json::parse(sh.out);
+  EXPECT_EQ(js["arithmetic"]["decided_in_double"], 0);
+  EXPECT_EQ(js["arithmetic"]["fell_back_to_50_digits"], 0);
 }
 
 TEST_F(CliSelect, BadScoreFiles) {

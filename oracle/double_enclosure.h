@@ -1,0 +1,217 @@
+// A filtered number for the admissibility checker (CGAL's filtered predicates): a pair of doubles [lo, hi]
+// that encloses the value the naive 50-digit path (detail::Real) computes for the same formula. Every
+// comparison either decides from the enclosures or throws UndecidedInDouble, and the caller re-runs the
+// check in 50 digits. Why this is rigorous: proofs/15_filtered_admissibility.md.
+//
+// Arithmetic rounds outward (for sums an error-free transform tells the direction of round-to-nearest's
+// error, so exact sums stay points; products and quotients always step one ulp out); rounding of the 50-digit format is faithful and the endpoints are doubles,
+// hence representable in it, so the 50-digit result of the same operation on operands inside the
+// enclosures lies inside the result's enclosure. Values with a tie key carry the exact inputs that
+// determine their 50-digit value: equal keys mean bit-identical 50-digit values, which decides exact ties
+// (common: tie-heavy scores) without falling back.
+#pragma once
+
+#include <bit>
+#include <cmath>
+#include <cstdint>
+#include <limits>
+#include <stdexcept>
+
+#include "core/types.h"
+
+namespace kvaudit::oracle::detail {
+
+// Thrown by a comparison the enclosures cannot decide; never escapes check_admissible.
+struct UndecidedInDouble : std::runtime_error {
+  UndecidedInDouble() : std::runtime_error("double enclosures overlap: decide in 50 digits") {}
+};
+
+// What a tie key identifies: the formula whose 50-digit value is a function of the key alone.
+enum class TieFormula : unsigned char {
+  None,
+  ExactTokenValue,       // round50(x_j): a = hi, b = lo of the exact head sum as an unevaluated pair
+  TokenValueMinusError,  // round50(round50(x_j) - err(mass_j)): a, b as above, c = mass_j
+  TokenValuePlusError,   // round50(round50(x_j) + err(mass_j))
+  ExactChunkMean,        // round50(round50(S_i) / n_i): a, b the exact chunk sum's pair, c = n_i
+  ChunkMeanMinusError,   // mean - err(A_i, n_i): a, b, c as above, d, e the exact pair of A_i (sum of mass_j)
+  ChunkMeanPlusError,    // mean + err(A_i, n_i)
+  EntropyLow,            // a chunk's entropy interval ends: a = the id of the chunk's content (its sequence of
+  EntropyHigh,           //   exact head sums and masses), equal only for chunks with equal content
+};
+
+struct TieKey {
+  TieFormula formula = TieFormula::None;
+  double a = 0, b = 0, c = 0, d = 0, e = 0;  // the exact inputs (set in admissibility_bounds.cpp)
+  bool same_value_as(const TieKey& o) const {
+    return formula != TieFormula::None && formula == o.formula && a == o.a && b == o.b && c == o.c && d == o.d && e == o.e;
+  }
+};
+
+inline double min_of(double a, double b) { return b < a ? b : a; }
+inline double max_of(double a, double b) { return a < b ? b : a; }
+
+class DoubleEnclosure {
+ public:
+  DoubleEnclosure() = default;
+  DoubleEnclosure(double v) : lo_(v), hi_(v) {}  // NOLINT: exact doubles (and integers below 2^53) are points
+  DoubleEnclosure(int v) : lo_(v), hi_(v) {}     // NOLINT
+  DoubleEnclosure(Index v) : lo_(static_cast<double>(v)), hi_(static_cast<double>(v)) {  // NOLINT
+    if (static_cast<Index>(lo_) != v) throw UndecidedInDouble();
+  }
+  static DoubleEnclosure between(double lo, double hi) {
+    DoubleEnclosure e;
+    e.lo_ = lo;
+    e.hi_ = hi;
+    return e;
+  }
+
+  double lo() const { return lo_; }
+  double hi() const { return hi_; }
+  // Null, or a key owned by whoever computed the value (SelectorBoundsOf::tie_keys), which outlives it.
+  const TieKey* key() const { return key_; }
+  void set_key(const TieKey* k) { key_ = k; }
+
+  friend DoubleEnclosure operator+(const DoubleEnclosure& a, const DoubleEnclosure& b) {
+    return between(sum_down(a.lo_, b.lo_), sum_up(a.hi_, b.hi_));
+  }
+  friend DoubleEnclosure operator-(const DoubleEnclosure& a, const DoubleEnclosure& b) {
+    return between(sum_down(a.lo_, -b.hi_), sum_up(a.hi_, -b.lo_));
+  }
+  friend DoubleEnclosure operator-(const DoubleEnclosure& a) { return between(-a.hi_, -a.lo_); }
+  friend DoubleEnclosure operator*(const DoubleEnclosure& a, const DoubleEnclosure& b) {
+    if (a.lo_ >= 0 && b.lo_ >= 0) return between(product_down(a.lo_, b.lo_), product_up(a.hi_, b.hi_));
+    if (a.lo_ >= 0 && b.hi_ <= 0) return between(product_down(a.hi_, b.lo_), product_up(a.lo_, b.hi_));
+    double p[4][2] = {{a.lo_, b.lo_}, {a.lo_, b.hi_}, {a.hi_, b.lo_}, {a.hi_, b.hi_}};
+    double lo = std::numeric_limits<double>::infinity(), hi = -lo;
+    for (auto& q : p) {
+      lo = min_of(lo, product_down(q[0], q[1]));
+      hi = max_of(hi, product_up(q[0], q[1]));
+    }
+    return between(lo, hi);
+  }
+  friend DoubleEnclosure operator/(const DoubleEnclosure& a, const DoubleEnclosure& b) {
+    if (!(b.lo_ > 0 || b.hi_ < 0)) throw UndecidedInDouble();  // divisor may be zero: let 50 digits decide
+    if (a.lo_ >= 0 && b.lo_ > 0) return between(quotient_down(a.lo_, b.hi_), quotient_up(a.hi_, b.lo_));
+    double p[4][2] = {{a.lo_, b.lo_}, {a.lo_, b.hi_}, {a.hi_, b.lo_}, {a.hi_, b.hi_}};
+    double lo = std::numeric_limits<double>::infinity(), hi = -lo;
+    for (auto& q : p) {
+      lo = min_of(lo, quotient_down(q[0], q[1]));
+      hi = max_of(hi, quotient_up(q[0], q[1]));
+    }
+    return between(lo, hi);
+  }
+  DoubleEnclosure& operator+=(const DoubleEnclosure& o) { return *this = *this + o; }
+  DoubleEnclosure& operator-=(const DoubleEnclosure& o) { return *this = *this - o; }
+
+  // Comparisons of the enclosed values: decided, or UndecidedInDouble.
+  friend bool operator<(const DoubleEnclosure& a, const DoubleEnclosure& b) {
+    if (same_value(a.key_, b.key_)) return false;
+    if (a.hi_ < b.lo_) return true;
+    if (a.lo_ >= b.hi_) return false;
+    throw UndecidedInDouble();
+  }
+  friend bool operator<=(const DoubleEnclosure& a, const DoubleEnclosure& b) {
+    if (same_value(a.key_, b.key_)) return true;
+    if (a.hi_ <= b.lo_) return true;
+    if (a.lo_ > b.hi_) return false;
+    throw UndecidedInDouble();
+  }
+  friend bool operator>(const DoubleEnclosure& a, const DoubleEnclosure& b) { return b < a; }
+  friend bool operator>=(const DoubleEnclosure& a, const DoubleEnclosure& b) { return b <= a; }
+  friend bool operator==(const DoubleEnclosure& a, const DoubleEnclosure& b) { return a <= b && b <= a; }
+
+  // Outward-rounded elementary operations (see the proof for the accuracy they assume of glibc and Boost).
+  // One ulp toward -inf / +inf (std::nextafter without the library call; NaN stays NaN).
+  static double down(double v) {
+    const auto bits = std::bit_cast<std::uint64_t>(v);
+    // Finite and nonzero (the common case): magnitude bits minus one lie below the infinity pattern minus one.
+    if ((bits & 0x7fffffffffffffffULL) - 1 < 0x7fefffffffffffffULL)
+      return std::bit_cast<double>(bits - 1 + 2 * (bits >> 63));  // positive: toward 0; negative: away from it
+    if (v != v || v == -std::numeric_limits<double>::infinity()) return v;
+    if (v == 0) return -std::numeric_limits<double>::denorm_min();
+    return std::numeric_limits<double>::max();  // +inf
+  }
+  static double up(double v) { return -down(-v); }
+
+ private:
+  // Round-to-nearest result r with its exact error e (a + b = r + e): step toward the error's side.
+  static double sum_down(double a, double b) {
+    double r = a + b, bb = r - a, e = (a - (r - bb)) + (b - bb);  // TwoSum: exact even for subnormals
+    const double stepped = down(r);  // computed either way: the select below is branch-free
+    return e < 0 || e != e ? stepped : r;
+  }
+  static double sum_up(double a, double b) {
+    double r = a + b, bb = r - a, e = (a - (r - bb)) + (b - bb);
+    const double stepped = up(r);
+    return e > 0 || e != e ? stepped : r;
+  }
+  // Products and quotients step one ulp outward always: telling exact results apart would need fma, which the
+  // baseline x86-64 target emulates in software (slower than the whole step). Sums above stay exact when exact.
+  static double product_down(double a, double b) { return a == 0 || b == 0 ? 0.0 : down(a * b); }
+  static double product_up(double a, double b) { return a == 0 || b == 0 ? 0.0 : up(a * b); }
+  static double quotient_down(double a, double b) { return a == 0 ? 0.0 : down(a / b); }
+  static double quotient_up(double a, double b) { return a == 0 ? 0.0 : up(a / b); }
+
+  static bool same_value(const TieKey* a, const TieKey* b) { return a != nullptr && b != nullptr && a->same_value_as(*b); }
+
+  double lo_ = 0, hi_ = 0;
+  const TieKey* key_ = nullptr;
+};
+
+// Slack for the 50-digit path's own errors where the filtered path does not mirror its operation order
+// or where Boost's functions are not correctly rounded (proofs/15_filtered_admissibility.md).
+inline DoubleEnclosure widened(const DoubleEnclosure& v, double absolute) {
+  return v + DoubleEnclosure::between(-absolute, absolute);
+}
+
+// ln over an enclosure: glibc's log is within 1 ulp; three ulps and 2^-120 absolute also cover Boost's
+// 50-digit log, which the 50-digit path uses.
+// One library call: ln(hi) <= ln(lo) + (hi - lo) / lo, each rounding stepped outward.
+inline DoubleEnclosure log(const DoubleEnclosure& v) {
+  if (!(v.lo() > 0)) throw UndecidedInDouble();
+  const double at_lo = std::log(v.lo());
+  double lo = at_lo, hi = at_lo;
+  for (int i = 0; i < 3; ++i) {
+    lo = DoubleEnclosure::down(lo);
+    hi = DoubleEnclosure::up(hi);
+  }
+  if (v.hi() != v.lo()) hi = DoubleEnclosure::up(hi + DoubleEnclosure::up(DoubleEnclosure::up(v.hi() - v.lo()) / v.lo()));
+  return widened(DoubleEnclosure::between(lo, hi), 0x1p-120);
+}
+
+inline DoubleEnclosure abs(const DoubleEnclosure& v) {
+  if (v.lo() >= 0) return v;
+  if (v.hi() <= 0) return -v;
+  return DoubleEnclosure::between(0, max_of(-v.lo(), v.hi()));
+}
+
+// min / max are monotone, so they need no decision (the 50-digit path's std::min picks the same value).
+inline DoubleEnclosure lesser(const DoubleEnclosure& a, const DoubleEnclosure& b) {
+  return DoubleEnclosure::between(min_of(a.lo(), b.lo()), min_of(a.hi(), b.hi()));
+}
+inline DoubleEnclosure greater(const DoubleEnclosure& a, const DoubleEnclosure& b) {
+  return DoubleEnclosure::between(max_of(a.lo(), b.lo()), max_of(a.hi(), b.hi()));
+}
+
+// The exact sum of doubles as an unevaluated pair hi + lo, exact while `exact` holds; `slack` bounds
+// what the pair lost otherwise (each loss is the exact TwoSum residual, accumulated rounding up).
+struct ExactDoubleSum {
+  double hi = 0, lo = 0, slack = 0;
+  bool exact = true;
+  void add(double v) {
+    double r = hi + v, bb = r - hi, e = (hi - (r - bb)) + (v - bb);
+    hi = r;
+    double r2 = lo + e, bb2 = r2 - lo, e2 = (lo - (r2 - bb2)) + (e - bb2);
+    lo = r2;
+    if (e2 != 0) {
+      exact = false;
+      slack = DoubleEnclosure::up(slack + std::fabs(e2));
+    }
+  }
+  DoubleEnclosure enclosure() const {
+    DoubleEnclosure v = DoubleEnclosure(hi) + DoubleEnclosure(lo);
+    return exact ? v : widened(v, slack);
+  }
+};
+
+}  // namespace kvaudit::oracle::detail
