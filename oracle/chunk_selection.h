@@ -101,10 +101,10 @@ struct AdmissibilityOptions {
   // a known wrong walk keeps? Unset, every knob follows the spec.
   // Judge against this budget instead of the flavour's rule: EG-ChunkKV kept tokens; ChunkKV kept chunks, or
   // kept tokens in the no-complete-chunk fallback.
-  std::optional<Index> budget;
+  std::optional<Index> budget{};
   // ChunkKV's no-complete-chunk fallback: per-head top-k on each head's own scores (true, kvpress) or one
   // head-summed top-L shared by every head (false, exact) instead of the flavour's.
-  std::optional<bool> per_head_fallback;
+  std::optional<bool> per_head_fallback{};
   // Accept the median rule the kvpress flavour has no switch for (mean of the middles) instead of answering
   // Unsupported.
   bool any_median = false;
