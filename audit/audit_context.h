@@ -16,6 +16,7 @@ struct AuditContext {
   std::string data_dir = "data";
   std::uint64_t seed = 1;
   bool quick = false;                          // smaller grids, for tests
+  bool exhaustive = false;                     // verify everything the dumps hold, no sampling (docs/audit.md)
   const std::vector<io::PromptDump>* dumps = nullptr;  // loaded once by the caller; may be empty
   std::function<void(const std::string&)> progress = [](const std::string&) {};
 };

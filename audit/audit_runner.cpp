@@ -160,7 +160,8 @@ json run_audit(const AuditOptions& options) {
   }
   json prompts = json::array();
   for (const auto& d : dumps) prompts.push_back({{"model", d.model}, {"name", d.name}, {"tokens", d.tokens}, {"file", d.file}});
-  json inputs = {{"data_dir", options.data_dir}, {"seed", options.seed}, {"quick", options.quick}, {"prompts", prompts}};
+  json inputs = {{"data_dir", options.data_dir}, {"seed", options.seed}, {"quick", options.quick},
+                 {"exhaustive", options.exhaustive}, {"prompts", prompts}};
   if (!data_problem.empty()) inputs["data_problem"] = data_problem;
 
   std::vector<Unit> units = enumerate_units(dumps);
@@ -187,7 +188,7 @@ json run_audit(const AuditOptions& options) {
       if (in_unit(unit, d)) slice.push_back(d);
     progress("audit: " + unit_key(unit.stage->id, unit.model, unit.prompt) + " (" + std::to_string(u + 1) + "/" +
              std::to_string(units.size()) + ")");
-    AuditContext ctx{options.data_dir, options.seed, options.quick, &slice, progress};
+    AuditContext ctx{options.data_dir, options.seed, options.quick, options.exhaustive, &slice, progress};
     const auto started = std::chrono::steady_clock::now();
     if (unit.stage->scope != Scope::Global && dumps.empty()) {
       sections[i] = missing_section(*unit.stage, "no real dumps loaded: " + (data_problem.empty() ? "manifest lists none" : data_problem));

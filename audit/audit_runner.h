@@ -16,6 +16,7 @@ struct AuditOptions {
   std::string data_dir = "data";
   std::uint64_t seed = 1;
   bool quick = false;
+  bool exhaustive = false;    // no sampling: every layer, head and page size (AuditContext::exhaustive)
   bool require_data = false;  // a dump directory that fails to load is an InputError, not a "missing" section
   int shard_index = 0;  // this run computes units u with u % shard_count == shard_index
   int shard_count = 1;

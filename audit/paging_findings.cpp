@@ -4,6 +4,7 @@
 #include "audit/claims.h"
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <map>
 #include <set>
@@ -154,9 +155,16 @@ Section paging_section(const AuditContext& ctx) {
     MasqueradeCount masq_total;
     NeedleTally needle_total;
     std::map<std::string, NeedleTally> needle_by_depth;
+    std::map<std::string, std::array<Index, 2>> sampling;  // check -> verified, total (over this model's prompts)
     for (const io::PromptDump& d : *ctx.dumps) {
       // --quick leaves out prompts longer than 4,096 tokens; the exact oracles' cost grows with T.
-      if (ctx.quick && d.tokens > 4096) continue;
+      if (ctx.quick && d.tokens > 4096) {  // counted in the totals, as not verified
+        sampling["union overhead: layer x KV group x budget"][1] += d.layers * d.kv_heads * static_cast<Index>(kBudgets.size());
+        sampling["selector vs oracle: layer x KV group x pooling"][1] += d.layers * d.kv_heads * 2;
+        sampling["page accounting: page sizes 1..T+1"][1] += d.tokens + 1;
+        sampling["Theorem N: needle x layer x KV group"][1] += static_cast<Index>(d.needles.size()) * d.layers * d.kv_heads;
+        continue;
+      }
       ctx.progress("paging: " + d.model + ": " + d.name);
       const ScoreTensor attn = window_mean(d);
       if (d.kv_heads < 1 || attn.heads % d.kv_heads != 0) throw InputError(d.file, "kv_heads", "q_heads is not a multiple of kv_heads");
@@ -164,11 +172,18 @@ Section paging_section(const AuditContext& ctx) {
       G_seen = G;
       const std::string repro_base = "kvaudit union-overhead --data " + d.dir + " --prompt " + d.name;
 
-      // Prompts longer than 2,048 tokens are sampled to fit the audit's time: every third layer (--quick: every
-      // eighth) for the union overhead, the first four layers (--quick: one) for the oracle comparisons.
+      // A full run checks every layer of every prompt, for the union overhead and the oracle comparisons alike;
+      // --quick samples (every eighth layer of prompts over 2,048 tokens for the union overhead, the first layer
+      // for the oracle comparisons). Page sizes: every P up to a cap and the four edge sizes; --exhaustive all.
       const bool long_prompt = attn.tokens > 2048;
-      const Index union_layer_step = long_prompt ? (ctx.quick ? 8 : 3) : 1;
-      const Index oracle_layers = ctx.quick ? 1 : long_prompt ? 4 : -1;  // -1: all (~0.04 s per group at T = 1000)
+      const Index union_layer_step = ctx.quick && long_prompt ? 8 : 1;
+      const Index oracle_layers = ctx.quick ? 1 : -1;  // -1: all
+      const Index checked_layers_union = (attn.layers + union_layer_step - 1) / union_layer_step;
+      const Index checked_layers_oracle = oracle_layers < 0 ? attn.layers : std::min(oracle_layers, attn.layers);
+      sampling["union overhead: layer x KV group x budget"][0] += checked_layers_union * d.kv_heads * static_cast<Index>(kBudgets.size());
+      sampling["union overhead: layer x KV group x budget"][1] += attn.layers * d.kv_heads * static_cast<Index>(kBudgets.size());
+      sampling["selector vs oracle: layer x KV group x pooling"][0] += checked_layers_oracle * d.kv_heads * 2;
+      sampling["selector vs oracle: layer x KV group x pooling"][1] += attn.layers * d.kv_heads * 2;
 
       // 1. Union overhead of head-independent eviction, and Page-EntroKV's own ratio, per budget.
       for (std::size_t b = 0; b < kBudgets.size(); ++b) {
@@ -227,7 +242,7 @@ Section paging_section(const AuditContext& ctx) {
       {
         Index checked = 0;
         std::string first_bad;
-        const Index p_max = ctx.quick ? 4 : std::min<Index>(attn.tokens + 1, long_prompt ? 32 : 96);
+        const Index p_max = ctx.quick ? 4 : ctx.exhaustive ? attn.tokens + 1 : std::min<Index>(attn.tokens + 1, long_prompt ? 32 : 96);
         std::vector<Index> sizes;
         for (Index P = 1; P <= p_max; ++P) sizes.push_back(P);
         for (Index P : {attn.tokens / 2, attn.tokens - 1, attn.tokens, attn.tokens + 1})
@@ -254,6 +269,8 @@ Section paging_section(const AuditContext& ctx) {
           }
         }
         sec["summary"]["page_sizes_checked_" + d.name] = checked;
+        sampling["page accounting: page sizes 1..T+1"][0] += checked;
+        sampling["page accounting: page sizes 1..T+1"][1] += attn.tokens + 1;
       }
 
       // 4. Sink masquerade.
@@ -281,6 +298,8 @@ Section paging_section(const AuditContext& ctx) {
           if (ne > attn.tokens) throw InputError(d.file, "needles", "a needle ends past the attention's T");
           NeedleTally t;
           const std::vector<Index> npages = op::needle_pages(nb, ne, pe.page_size);
+          sampling["Theorem N: needle x layer x KV group"][0] += theorem_layers * d.kv_heads;
+          sampling["Theorem N: needle x layer x KV group"][1] += attn.layers * d.kv_heads;
           for (Index l = 0; l < attn.layers; ++l) {
             for (Index g = 0; g < d.kv_heads; ++g) {
               t.add(op::needle_recall(se.kept_tokens(l, g), nb, ne), op::needle_recall(sm.kept_tokens(l, g), nb, ne));
@@ -338,6 +357,11 @@ Section paging_section(const AuditContext& ctx) {
                              {"series", {{{"name", "token max"}, {"points", chart_tok_max}}, {{"name", "token mean"}, {"points", chart_tok_mean}},
                                          {{"name", "page max (P=16)"}, {"points", chart_page_max}}, {{"name", "page mean (P=16)"}, {"points", chart_page_mean}},
                                          {{"name", "Page-EntroKV"}, {"points", json::array({{2, 1}, {50, 1}})}}}}});
+    json sampling_rows = json::array();
+    for (const auto& [check, v] : sampling)
+      sampling_rows.push_back({check, v[0], v[1], v[1] ? static_cast<double>(v[0]) / static_cast<double>(v[1]) : 0.0});
+    sec["tables"].push_back({{"title", "Sampling: verified of what the dumps hold (--exhaustive verifies everything)"},
+                             {"columns", {"check", "verified", "total", "fraction"}}, {"rows", sampling_rows}});
     json& s = sec["summary"];
     s["group_size"] = G_seen;
     s["union_overhead_token_max_2pct"] = tok_stats[0].max;

@@ -46,6 +46,22 @@ oracle::ExactLimits audit_exact_limits(long max_nodes, double max_seconds);
 // Runs greedy and the exact solver (audit_exact_limits) on one instance.
 GapRecord measure_gap(const PoolingInstance& inst, long max_nodes, double max_seconds);
 
+// What the stage measures on one real row of n bucket masses (n = 64 in the audit): the merge identity's
+// residuals along n - 1 first-pair merges, and greedy against the exact solver (measure_gap, no time limit)
+// at m in {n/8, n/4, n/2} with R in {0.5, 0.75, 1} log2 m each, plus the free form at each budget of m = n/8
+// where that fixed-m instance is feasible. A pure function of (p, max_nodes): rows may run in any order.
+struct RowMeasurement {
+  double merge_residual_double = 0.0, merge_residual_extended = 0.0;
+  struct Instance {
+    Index groups = 0;
+    double R = 0.0;
+    GapRecord gap;
+  };
+  std::vector<Instance> fixed;        // m ascending, then R ascending
+  std::vector<GapRecord> free_form;   // the feasible budgets of m = n/8, R ascending
+};
+RowMeasurement measure_row(const std::vector<double>& p, long max_nodes);
+
 // Searches small instances in order of size (n, then largest integer weight, then weight sum, then
 // lexicographic), every m, budgets at every attainable entropy and between consecutive ones, and returns the
 // first instance satisfying `bad` (so the smallest n, then the simplest p), or nullopt when none exists

@@ -36,6 +36,7 @@ struct AuditArgs {
   std::string shard = "0/1";
   int jobs = 0;
   bool quick = false;
+  bool exhaustive = false;
   bool quiet = false;
   bool fail_on_findings = false;
 };
@@ -51,6 +52,8 @@ const bool registered_audit = kvaudit::cli::register_command([](CLI::App& root) 
       ->capture_default_str()
       ->check(CLI::NonNegativeNumber);
   cmd->add_flag("--quick", args->quick, "smaller grids and no suite runs (for tests)");
+  cmd->add_flag("--exhaustive", args->exhaustive, "verify every layer, head and page size the dumps hold (no sampling; hours on a laptop)")
+      ->excludes("--quick");
   cmd->add_flag("--quiet", args->quiet, "no progress lines on stderr");
   cmd->add_flag("--fail-on-findings", args->fail_on_findings, "exit 1 when the report's verdict is not `conforms`");
   cmd->callback([args, cmd] {
@@ -65,6 +68,7 @@ const bool registered_audit = kvaudit::cli::register_command([](CLI::App& root) 
     options.require_data = cmd->count("--data") > 0;
     options.seed = args->seed;
     options.quick = args->quick;
+    options.exhaustive = args->exhaustive;
     options.jobs = args->jobs;
     options.shard_index = std::stoi(m[1]);
     options.shard_count = std::stoi(m[2]);

@@ -3,8 +3,11 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <iterator>
+#include <map>
 #include <stdexcept>
+#include <unordered_map>
 
 #include <boost/multiprecision/mpfr.hpp>
 
@@ -23,14 +26,92 @@ double entropy_error_bound(double entropy, Index terms) {
   return std::ldexp(1.0, -52) * ((static_cast<double>(terms) + 8.0) * std::fabs(entropy) + 4.0);
 }
 
+namespace {
+Real h_real(const Real& q) { return q > 0 ? Real(-q * boost::multiprecision::log2(q)) : Real(0); }
+
+bool power_of_two_or_zero(const Real& q) {
+  if (q == 0) return true;
+  int e = 0;
+  Real f = boost::multiprecision::frexp(q, &e);
+  return f == Real(0.5);
+}
+
+struct Eval {
+  Real H = 0;
+  bool exact = true;           // every mass 0 or a power of two: every h and the sum were exact
+  std::size_t terms = 0;
+};
+
+// One interval's h(q) in 333 bits, and whether q is 0 or a power of two (then h(q) is exact).
+struct IntervalH {
+  Real h;
+  bool exact = true;
+};
+}  // namespace
+
 struct ExactPrefix::Impl {
   std::vector<Real> prefix;         // prefix[i] = p_1 + ... + p_i in 333 bits (exact when ExactPrefix::exact_)
   std::vector<Rational> rational;   // the same sums, always exact
   Rational mass(Index a, Index b) const { return rational[b] - rational[a]; }
-  // compare()'s memo of its last second operand and that partition's keyed mass multiset. An ExactPrefix
-  // belongs to one search, which is single-threaded.
+
+  // Exact mass classes, for compare(): interval (a, b] -> a small integer, equal for two intervals exactly
+  // when their rational masses are equal (class 0: mass 0). A partition's multiset of masses is then its
+  // sorted vector of nonzero classes, and two multisets are equal exactly when those vectors are. Built
+  // lazily, each interval's rational mass computed once: on peaked rows the search re-offers thousands of
+  // partitions within rounding of the incumbent, and rebuilding their rational masses on every comparison
+  // (a gmp subtraction, gcd and conversion per group) was most of the solver's time (docs/pooling.md).
+  // An ExactPrefix belongs to one search, which is single-threaded.
+  std::unordered_map<std::uint64_t, int> class_of_interval;
+  std::map<Rational, int> class_of_mass;        // exact value -> class
+  std::vector<const Rational*> mass_of_class;   // class -> exact value (a key of class_of_mass: stable)
+  int mass_class(Index a, Index b) {
+    const std::uint64_t key = static_cast<std::uint64_t>(a) * static_cast<std::uint64_t>(rational.size()) + static_cast<std::uint64_t>(b);
+    if (auto it = class_of_interval.find(key); it != class_of_interval.end()) return it->second;
+    if (mass_of_class.empty()) {
+      auto zero = class_of_mass.emplace(Rational(0), 0).first;
+      mass_of_class.push_back(&zero->first);
+    }
+    auto [it, fresh] = class_of_mass.emplace(mass(a, b), static_cast<int>(mass_of_class.size()));
+    if (fresh) mass_of_class.push_back(&it->first);
+    class_of_interval.emplace(key, it->second);
+    return it->second;
+  }
+  std::vector<int> classes(std::span<const Index> bounds) {
+    std::vector<int> c;
+    c.reserve(bounds.size());
+    for (std::size_t k = 1; k < bounds.size(); ++k)
+      if (const int id = mass_class(bounds[k - 1], bounds[k]); id != 0) c.push_back(id);
+    std::sort(c.begin(), c.end());
+    return c;
+  }
+  // h of each interval in 333 bits, computed once (lazily): every 333-bit evaluation of a partition is then m
+  // additions instead of m logarithms. On tie-heavy rows the searches evaluate thousands of partitions within
+  // rounding of R or of the incumbent, over the same few thousand intervals. The values are the ones the
+  // evaluation computed before (same difference, same h, same summation order), so every decision and every
+  // reported entropy is bit for bit what it was. Capped so that a huge n cannot exhaust memory.
+  static constexpr std::size_t kMaxCachedIntervals = std::size_t{1} << 22;
+  std::unordered_map<std::uint64_t, IntervalH> interval_h;
+  // Valid until the next call (the cache is emptied when full).
+  const IntervalH& h_of(Index a, Index b) {
+    const std::uint64_t key = static_cast<std::uint64_t>(a) * static_cast<std::uint64_t>(prefix.size()) + static_cast<std::uint64_t>(b);
+    if (auto it = interval_h.find(key); it != interval_h.end()) return it->second;
+    if (interval_h.size() >= kMaxCachedIntervals) interval_h.clear();
+    const Real q = prefix[b] - prefix[a];
+    return interval_h.emplace(key, IntervalH{h_real(q), power_of_two_or_zero(q)}).first->second;
+  }
+  Eval evaluate(std::span<const Index> bounds) {
+    Eval e;
+    for (std::size_t k = 1; k < bounds.size(); ++k) {
+      const IntervalH& ih = h_of(bounds[k - 1], bounds[k]);
+      if (!ih.exact) e.exact = false;
+      e.H += ih.h;
+      ++e.terms;
+    }
+    return e;
+  }
+  // compare()'s memo of its last second operand (usually the same incumbent many times in a row) and its classes.
   std::vector<Index> last_b;
-  std::vector<std::pair<double, Rational>> last_b_masses;
+  std::vector<int> last_b_classes;
 };
 
 ExactPrefix::ExactPrefix(std::span<const double> p) : impl_(std::make_unique<Impl>()) {
@@ -73,32 +154,6 @@ double ExactPrefix::mass(Index a, Index b) const {
 }
 
 namespace {
-Real h_real(const Real& q) { return q > 0 ? Real(-q * boost::multiprecision::log2(q)) : Real(0); }
-
-bool power_of_two_or_zero(const Real& q) {
-  if (q == 0) return true;
-  int e = 0;
-  Real f = boost::multiprecision::frexp(q, &e);
-  return f == Real(0.5);
-}
-
-struct Eval {
-  Real H = 0;
-  bool exact = true;           // every mass 0 or a power of two: every h and the sum were exact
-  std::vector<Real> masses;
-};
-
-Eval evaluate(const std::vector<Real>& prefix, std::span<const Index> bounds) {
-  Eval e;
-  for (std::size_t k = 1; k < bounds.size(); ++k) {
-    Real q = prefix[bounds[k]] - prefix[bounds[k - 1]];
-    if (!power_of_two_or_zero(q)) e.exact = false;
-    e.H += h_real(q);
-    e.masses.push_back(std::move(q));
-  }
-  return e;
-}
-
 // MPFR's log2 and products are correctly rounded at 333 bits; m terms summed: |err| <= (m + 4) 2^-330 (H + 1).
 Real mpfr_bound(const Real& H, std::size_t terms) {
   return Real(static_cast<double>(terms) + 4.0) * boost::multiprecision::ldexp(Real(1), -325) * (abs(H) + 1);
@@ -106,7 +161,7 @@ Real mpfr_bound(const Real& H, std::size_t terms) {
 }  // namespace
 
 double ExactPrefix::entropy_extended(std::span<const Index> full_bounds) const {
-  return evaluate(impl_->prefix, full_bounds).H.convert_to<double>();
+  return impl_->evaluate(full_bounds).H.convert_to<double>();
 }
 
 namespace {
@@ -118,10 +173,10 @@ ExactPrefix::Decision from_sign(int sign) {
 
 ExactPrefix::Decision ExactPrefix::compare_with(std::span<const Index> full_bounds, double R) const {
   if (exact_) {  // fast path: 332-bit evaluation, decisive unless H is within its error bound of R
-    const Eval e = evaluate(impl_->prefix, full_bounds);
+    const Eval e = impl_->evaluate(full_bounds);
     const Real d = e.H - Real(R);
     if (e.exact) return from_sign(d < 0 ? -1 : d > 0 ? 1 : 0);
-    const Real tol = mpfr_bound(e.H, e.masses.size());
+    const Real tol = mpfr_bound(e.H, e.terms);
     if (d > tol) return Decision::Greater;
     if (d < -tol) return Decision::Less;
   }
@@ -133,44 +188,40 @@ ExactPrefix::Decision ExactPrefix::compare_with(std::span<const Index> full_boun
 
 ExactPrefix::Decision ExactPrefix::compare(std::span<const Index> full_a, std::span<const Index> full_b) const {
   // H depends only on the multiset of masses (zero masses contribute nothing): equal multisets tie exactly.
-  // Checked first: callers come here when the doubles are within rounding of each other, which on tie-heavy
-  // rows is mostly such a tie, and rational masses cost far less than 333-bit logarithms.
-  // Sorted by (nearest double, exact value): the double decides almost every comparison, and equal rationals
-  // have equal doubles, so equal multisets still sort identically. The second operand is usually the same
-  // incumbent many times in a row: its multiset is kept (Impl::last_b) rather than rebuilt on every call.
-  using Keyed = std::pair<double, Rational>;
-  auto masses = [&](std::span<const Index> bounds) {
-    std::vector<Keyed> q;
-    for (std::size_t k = 1; k < bounds.size(); ++k)
-      if (Rational m = impl_->mass(bounds[k - 1], bounds[k]); m != 0) q.emplace_back(m.convert_to<double>(), std::move(m));
-    std::sort(q.begin(), q.end());  // pairs order by the double first
-    return q;
-  };
-  if (!std::equal(full_b.begin(), full_b.end(), impl_->last_b.begin(), impl_->last_b.end())) {
-    impl_->last_b.assign(full_b.begin(), full_b.end());
-    impl_->last_b_masses = masses(full_b);
+  // Checked first, on exact mass classes (Impl::mass_class): callers come here when the doubles are within
+  // rounding of each other, which on tie-heavy rows is mostly such a tie.
+  Impl& impl = *impl_;
+  if (impl.class_of_interval.size() >= Impl::kMaxCachedIntervals) {  // bounded memory: start the classes afresh
+    impl.class_of_interval.clear();
+    impl.class_of_mass.clear();
+    impl.mass_of_class.clear();
+    impl.last_b.clear();
+    impl.last_b_classes.clear();
   }
-  const std::vector<Keyed> ka = masses(full_a);
-  const std::vector<Keyed>& kb = impl_->last_b_masses;
+  if (!std::equal(full_b.begin(), full_b.end(), impl.last_b.begin(), impl.last_b.end())) {
+    impl.last_b.assign(full_b.begin(), full_b.end());
+    impl.last_b_classes = impl.classes(full_b);
+  }
+  const std::vector<int> ka = impl.classes(full_a);
+  const std::vector<int>& kb = impl.last_b_classes;
   if (ka == kb) return Decision::Equal;
 
   if (exact_) {  // fast path, as in compare_with
-    const Eval a = evaluate(impl_->prefix, full_a), b = evaluate(impl_->prefix, full_b);
+    const Eval a = impl_->evaluate(full_a), b = impl_->evaluate(full_b);
     const Real d = a.H - b.H;
     if (a.exact && b.exact) return from_sign(d < 0 ? -1 : d > 0 ? 1 : 0);
-    const Real tol = mpfr_bound(a.H, a.masses.size()) + mpfr_bound(b.H, b.masses.size());
+    const Real tol = mpfr_bound(a.H, a.terms) + mpfr_bound(b.H, b.terms);
     if (d > tol) return Decision::Greater;
     if (d < -tol) return Decision::Less;
   }
   // Masses the two share cancel: only the multiset difference enters the form (usually a handful of terms).
-  // The keyed order serves set_difference as it is: two keyed masses are equivalent exactly when the rationals
-  // are equal.
-  std::vector<Keyed> only_a, only_b;
+  // Sorted classes serve set_difference as they are: two classes are equal exactly when the rationals are.
+  std::vector<int> only_a, only_b;
   std::set_difference(ka.begin(), ka.end(), kb.begin(), kb.end(), std::back_inserter(only_a));
   std::set_difference(kb.begin(), kb.end(), ka.begin(), ka.end(), std::back_inserter(only_b));
   LogLinearForm x;  // H(a) - H(b)
-  for (const Keyed& q : only_a) x.add_entropy_term(q.second, +1);
-  for (const Keyed& q : only_b) x.add_entropy_term(q.second, -1);
+  for (const int q : only_a) x.add_entropy_term(*impl.mass_of_class[static_cast<std::size_t>(q)], +1);
+  for (const int q : only_b) x.add_entropy_term(*impl.mass_of_class[static_cast<std::size_t>(q)], -1);
   return from_sign(x.sign());
 }
 

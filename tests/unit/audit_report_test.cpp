@@ -138,6 +138,38 @@ TEST_F(AuditReport, OverviewAndClaimsAreGroupedByModel) {
   EXPECT_NE(html.find("<details><summary>"), std::string::npos) << "long tables are collapsed";
 }
 
+// Where the audit samples, the report says how much it verified, per stage and model: --quick samples, so some
+// fraction is below 1, and none is above it. (The -j 2 report above also ran the pooling stage's rows in parallel,
+// and the shard test below compares it with -j 1 runs.)
+TEST_F(AuditReport, SamplingIsReportedPerStageAndModel) {
+  const json r = json::parse(slurp(dir_ / "report.json"));
+  EXPECT_EQ(r["inputs"]["exhaustive"], false);
+  for (const char* id : {"pooling", "paging"}) {
+    const json* section = nullptr;
+    for (const auto& s : r["sections"])
+      if (s["section"] == id) section = &s;
+    ASSERT_NE(section, nullptr) << id;
+    const json* table = nullptr;
+    for (const auto& t : (*section)["tables"])
+      if (t["title"].get<std::string>().rfind("Sampling:", 0) == 0) table = &t;
+    ASSERT_NE(table, nullptr) << id << " has no sampling table";
+    ASSERT_EQ((*table)["columns"][0], "model") << id;
+    ASSERT_FALSE((*table)["rows"].empty()) << id;
+    std::set<std::string> models;
+    bool sampled_somewhere = false;
+    for (const auto& row : (*table)["rows"]) {
+      const std::size_t n = row.size();
+      const long verified = row[n - 3], total = row[n - 2];
+      EXPECT_LE(verified, total) << row.dump();
+      EXPECT_GT(total, 0) << row.dump();
+      sampled_somewhere |= verified < total;
+      models.insert(row[0].get<std::string>());
+    }
+    EXPECT_TRUE(sampled_somewhere) << id << ": --quick samples, and its table must say so";
+    EXPECT_EQ(models.size(), sampled() ? 1u : 3u) << id;
+  }
+}
+
 TEST(ReportTables, CounterexamplesBecomeFieldValueRows) {
   const json ce = {{"layer", 3}, {"kept", json::array({1, 2, 3})}, {"scores", {{"tensor", "scores.snapkv"}}},
                    {"row", std::vector<int>(40, 7)}};
