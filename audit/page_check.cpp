@@ -8,6 +8,7 @@
 #include <stdexcept>
 #include <string>
 
+#include "core/paging/page_options.h"
 #include "core/paging/page_selector.h"
 #include "oracle/page_entrokv.h"
 
@@ -50,12 +51,13 @@ struct WalkInput {
   std::vector<bool> reserved;
   Index budget = 0;
   GreedyRule greedy = GreedyRule::SkipMisfits;
+  std::vector<op::Page> costs;  // what each page costs the walk (op::walk_costs)
 };
 
 WalkInput walk_input(const std::vector<std::span<const float>>& rows, const PageParams& p) {
   op::GroupResult r = op::page_entrokv_group(rows, p);
-  return {std::move(r.page_scores), std::move(r.reserved), op::page_token_budget(static_cast<Index>(rows[0].size()), p.ratio_text),
-          p.greedy};
+  return {std::move(r.page_scores), std::move(r.reserved), r.budget, p.greedy,
+          op::walk_costs(op::page_layout(static_cast<Index>(rows[0].size()), p.page_size), p.budget_unit)};
 }
 
 // The sources d_h that would be pooled under p (p~_h, 0 where it does not exist, or the raw rows).
@@ -75,13 +77,9 @@ std::vector<std::vector<op::Exact>> pooled_sources(const std::vector<std::span<c
 // Two mistakes no PageParams knob expresses, built from the oracle's definitions.
 // Entropy weights computed on the raw rows (sinks not isolated before H2).
 WalkInput walk_with_raw_weights(const std::vector<std::span<const float>>& rows, const PageParams& p) {
-  WalkInput w = walk_input(rows, p);
-  std::vector<std::optional<std::vector<op::Exact>>> raw;
-  for (const auto& row : rows) raw.push_back(op::exact_row(row));
-  const std::vector<op::Exact> weights = op::group_weights(raw, PagePooling::Entropy);
-  const auto pages = op::page_layout(static_cast<Index>(rows[0].size()), p.page_size);
-  w.scores = op::page_scores(op::pooled_scores(pooled_sources(rows, p), weights), pages, p.page_score);
-  return w;
+  PageParams q = p;
+  q.entropy_on = p.entropy_on == EntropySource::SinkIsolated ? EntropySource::Raw : EntropySource::SinkIsolated;
+  return walk_input(rows, q);
 }
 
 // The max over the group's heads instead of a weighted pool: s(t) = max_h d_h(t).
@@ -95,8 +93,46 @@ WalkInput walk_with_max_over_heads(const std::vector<std::span<const float>>& ro
   return w;
 }
 
-Verdict admissible(const WalkInput& w, const std::vector<op::Page>& pages, const std::vector<Index>& claimed, double tol) {
-  return op::check_pages_admissible(w.scores, pages, w.reserved, w.budget, w.greedy, claimed, op::Exact(tol));
+Verdict admissible(const WalkInput& w, const std::vector<op::Page>& /*pages*/, const std::vector<Index>& claimed, double tol) {
+  return op::check_pages_admissible(w.scores, w.costs, w.reserved, w.budget, w.greedy, claimed, op::Exact(tol));
+}
+
+// The published variants' two differences no other rule names (docs/page-entrokv.md section 8): the head-weight
+// temperature (tau = 1 against tau = 0.5) and the budget unit (a token budget walked against a page count by
+// top-k, under either page-count rule). Each entry: the rule and what keeps the claimed pages.
+std::vector<std::pair<std::string, std::string>> variant_mistakes(const std::vector<std::span<const float>>& rows, const PageParams& p,
+                                                                  const std::vector<Index>& claimed, double tol) {
+  std::vector<std::pair<std::string, std::string>> out;
+  const std::vector<op::Page> none;
+  if (p.pooling == PagePooling::Entropy && rows.size() > 1)
+    for (Index k : {Index{1}, Index{2}}) {
+      if (k == p.inverse_temperature) continue;
+      PageParams q = p;
+      q.inverse_temperature = k;
+      if (admissible(walk_input(rows, q), none, claimed, tol).passed())
+        out.emplace_back("temperature", "head weights at tau = " + paging::temperature_text(k) + " (w proportional to c^" + std::to_string(k) +
+                                            ", asked tau = " + paging::temperature_text(p.inverse_temperature) + ")");
+    }
+  const Index T = static_cast<Index>(rows[0].size());
+  auto try_budget = [&](BudgetUnit unit, PageCountRule rule) {
+    PageParams q = p;
+    q.budget_unit = unit;
+    q.page_count_rule = rule;
+    if (unit == p.budget_unit && (unit == BudgetUnit::Tokens || rule == p.page_count_rule)) return;
+    const WalkInput w = walk_input(rows, q);
+    if (!admissible(w, none, claimed, tol).passed()) return;
+    out.emplace_back("page-count-budget",
+                     unit == BudgetUnit::Tokens
+                         ? "the token budget B = " + std::to_string(w.budget) + " walked (asked: a page count K = " +
+                               std::to_string(op::page_walk_budget(T, p)) + " by top-k)"
+                         : "a page count K = " + std::to_string(w.budget) + " (" + op::to_string(rule) + " rule) by top-k" +
+                               (p.budget_unit == BudgetUnit::Tokens ? " (asked: the token budget B = " + std::to_string(op::page_walk_budget(T, p)) + ")"
+                                                                    : std::string(" (asked: the other page-count rule)")));
+  };
+  try_budget(BudgetUnit::Pages, PageCountRule::Paper);
+  try_budget(BudgetUnit::Pages, PageCountRule::EntroPrefill);
+  try_budget(BudgetUnit::Tokens, PageCountRule::Paper);
+  return out;
 }
 
 // A walk the specification cannot produce, named after the mistake whose pages it is (if any).
@@ -117,7 +153,7 @@ Verdict name_mistake(const std::vector<std::span<const float>>& rows, const Page
   // kvpress-style float budget int(T (1 - rho)) in double, where the exact decimal budget is required.
   WalkInput f = walk_input(rows, p);
   f.budget = std::max<Index>(1, static_cast<Index>(static_cast<double>(T) * (1.0 - std::stod(p.ratio_text))));
-  if (f.budget != budget && admissible(f, pages, claimed, tol).passed())
+  if (p.budget_unit == BudgetUnit::Tokens && f.budget != budget && admissible(f, pages, claimed, tol).passed())
     found("budget", "the float budget int(T (1 - rho)) = " + std::to_string(f.budget) + " (exact budget " + std::to_string(budget) + ")");
   const bool entropy = p.pooling == PagePooling::Entropy;
   if (admissible(walk_input(rows, with([&](PageParams& q) { q.pooling = entropy ? PagePooling::Mean : PagePooling::Entropy; })),
@@ -126,7 +162,8 @@ Verdict name_mistake(const std::vector<std::span<const float>>& rows, const Page
   if (rows.size() > 1 && admissible(walk_with_max_over_heads(rows, p), pages, claimed, tol).passed())
     found("pooling-max", "the max over the group's heads instead of a weighted pool");
   if (entropy && admissible(walk_with_raw_weights(rows, p), pages, claimed, tol).passed())
-    found("sink-isolation", "entropy weights computed on the raw rows (sinks not isolated)");
+    found("sink-isolation", p.entropy_on == EntropySource::SinkIsolated ? "entropy weights computed on the raw rows (sinks not isolated)"
+                                                                        : "entropy weights computed on the sink-isolated rows");
   const bool isolated = p.source == PoolSource::SinkIsolated;
   if (admissible(walk_input(rows, with([&](PageParams& q) { q.source = isolated ? PoolSource::Raw : PoolSource::SinkIsolated; })),
                  pages, claimed, tol).passed())
@@ -139,7 +176,8 @@ Verdict name_mistake(const std::vector<std::span<const float>>& rows, const Page
   if (admissible(walk_input(rows, with([&](PageParams& q) { q.greedy = skip ? GreedyRule::StopAtFirstMisfit : GreedyRule::SkipMisfits; })),
                  pages, claimed, tol).passed())
     found("walk", skip ? "stopping at the first misfit" : "skipping misfits");
-  if (rule.empty() && skip) {
+  for (const auto& [variant_rule, what] : variant_mistakes(rows, p, claimed, tol)) found(variant_rule.c_str(), what);
+  if (rule.empty() && skip && p.budget_unit == BudgetUnit::Tokens) {
     // Skipping misfits, the walk ends only when no page left out still fits: one that does is an under-fill.
     Index retained = 0;
     std::set<Index> kept(claimed.begin(), claimed.end());
@@ -154,12 +192,20 @@ Verdict name_mistake(const std::vector<std::span<const float>>& rows, const Page
   return Verdict::violates(rule, v.message + "; the pages are what " + explained + " keeps");
 }
 
+// Over the walk's budget: named `page-count-budget` when the other budget unit (or page-count rule) keeps these pages.
+Verdict name_budget_unit(const std::vector<std::span<const float>>& rows, const PageParams& p, const std::vector<Index>& claimed,
+                         double tol, Verdict v) {
+  for (const auto& [rule, what] : variant_mistakes(rows, p, claimed, tol))
+    if (rule == "page-count-budget") return Verdict::violates(rule, v.message + "; the pages are what " + what + " keeps");
+  return v;
+}
+
 // `claimed` against one group's oracle result: its canonical pages, or admissible within rel_tolerance.
 Verdict admissible_against(const op::GroupResult& ref, Index tokens, const PageParams& params, const std::vector<Index>& claimed,
                            double rel_tolerance) {
   if (claimed == ref.kept_pages) return Verdict::conforms();
-  return op::check_pages_admissible(ref.page_scores, op::page_layout(tokens, params.page_size), ref.reserved,
-                                    op::page_token_budget(tokens, params.ratio_text), params.greedy, claimed, op::Exact(rel_tolerance));
+  return op::check_pages_admissible(ref.page_scores, op::walk_costs(op::page_layout(tokens, params.page_size), params.budget_unit),
+                                    ref.reserved, ref.budget, params.greedy, claimed, op::Exact(rel_tolerance));
 }
 
 }  // namespace
@@ -175,8 +221,9 @@ PageCheck check_page_claim(const ScoreTensor& attn, Index layer, const PageParam
                            const paging::PrecisionModel& precision) {
   require_valid(attn, layer, p);
   PageCheck out;
-  out.budget = op::page_token_budget(attn.tokens, p.ratio_text);  // throws std::invalid_argument for a bad ratio
-  out.rel_tolerance = paging::rel_tolerance(precision, attn.tokens, p.group_size, p.page_size);
+  out.budget = op::page_walk_budget(attn.tokens, p);  // throws std::invalid_argument for a bad ratio
+  out.budget_unit = p.budget_unit;
+  out.rel_tolerance = paging::rel_tolerance(precision, attn.tokens, p.group_size, p.page_size, p.inverse_temperature);
   const std::vector<op::Page> pages = op::page_layout(attn.tokens, p.page_size);
   const Index groups = attn.heads / p.group_size, n = static_cast<Index>(pages.size());
   // The oracle's result per group, computed once: the canonical answer every front end reports, and stage 3's scores.
@@ -217,7 +264,7 @@ PageCheck check_page_claim(const ScoreTensor& attn, Index layer, const PageParam
       for (Index k : claim.kept_pages[g]) ledger.kept[static_cast<std::size_t>(g * n + k)] = 1;
     std::vector<Positions> sets = *claim.kept_tokens;
     for (auto& s : sets) std::sort(s.begin(), s.end());  // the order of a token set is not a rule; duplicates are
-    Verdict v = op::check_page_accounting(ledger, sets, attn.tokens, p.page_size, out.budget);
+    Verdict v = op::check_page_accounting(ledger, sets, attn.tokens, p.page_size, op::page_token_capacity(attn.tokens, p));
     if (!v.passed()) {
       out.verdict = v;
       return out;
@@ -230,11 +277,24 @@ PageCheck check_page_claim(const ScoreTensor& attn, Index layer, const PageParam
     const auto rows = group_rows(attn, layer, g, p.group_size);
     v.message = "group " + std::to_string(g) + ": " + v.message + " (kept " + list_text(claim.kept_pages[g]) + ")";
     if (v.rule == "tie-order" || v.rule == "reserved") v = name_mistake(rows, p, pages, claim.kept_pages[g], out.rel_tolerance, v);
+    if (v.rule == "budget") v = name_budget_unit(rows, p, claim.kept_pages[g], out.rel_tolerance, v);
     out.verdict = v;
     return out;
   }
   out.verdict = Verdict::conforms();
   return out;
+}
+
+nlohmann::json page_knobs_json(const PageParams& p) {
+  return {{"pooling", op::to_string(p.pooling)},
+          {"temperature", paging::temperature_text(p.inverse_temperature)},
+          {"entropy_on", op::to_string(p.entropy_on)},
+          {"source", op::to_string(p.source)},
+          {"page_score", op::to_string(p.page_score)},
+          {"sink_pages", op::to_string(p.sink_pages)},
+          {"budget_unit", op::to_string(p.budget_unit)},
+          {"page_count_rule", op::to_string(p.page_count_rule)},
+          {"greedy", op::to_string(p.greedy)}};
 }
 
 std::vector<std::vector<Index>> canonical_page_selection(const ScoreTensor& attn, Index layer, const PageParams& p) {
@@ -248,14 +308,15 @@ std::vector<std::vector<Index>> canonical_page_selection(const ScoreTensor& attn
 SelectorComparison compare_selector_with_oracle(const ScoreTensor& attn, const paging::PageParams& params, Index max_layers) {
   SelectorComparison out;
   const paging::PageSelection fast = paging::select_pages(attn, params);
-  const Index budget = op::page_token_budget(attn.tokens, params.ratio_text);
+  const Index budget = op::page_walk_budget(attn.tokens, params);
   if (budget != fast.budget) {
     out.verdict = Verdict::violates("budget", "optimized budget " + std::to_string(fast.budget) + " != exact " + std::to_string(budget));
     return out;
   }
   const std::vector<op::Page> pages = op::page_layout(attn.tokens, params.page_size);
   // The optimized selector computes in double: ties within the float64 bound may go either way.
-  const double tol = paging::page_score_rel_bound(paging::ScorePrecision::Float64, attn.tokens, params.group_size, params.page_size);
+  const double tol = paging::page_score_rel_bound(paging::ScorePrecision::Float64, attn.tokens, params.group_size, params.page_size,
+                                                 params.inverse_temperature);
   const Index layers = max_layers < 0 ? attn.layers : std::min(max_layers, attn.layers);
   for (Index l = 0; l < layers; ++l) {
     for (Index g = 0; g < fast.groups; ++g) {
@@ -286,7 +347,7 @@ SelectorComparison compare_selector_with_oracle(const ScoreTensor& attn, const p
   std::vector<Positions> sets;
   for (Index l = 0; l < fast.layers; ++l)
     for (Index g = 0; g < fast.groups; ++g) sets.push_back(fast.kept_tokens(l, g));
-  Verdict acc = op::check_page_accounting(ledger_of(fast), sets, attn.tokens, params.page_size, budget);
+  Verdict acc = op::check_page_accounting(ledger_of(fast), sets, attn.tokens, params.page_size, op::page_token_capacity(attn.tokens, params));
   out.verdict = acc.passed() ? Verdict::conforms() : acc;
   return out;
 }

@@ -5,6 +5,8 @@
 #pragma once
 
 #include <optional>
+
+#include <nlohmann/json.hpp>
 #include <span>
 #include <vector>
 
@@ -22,7 +24,8 @@ struct PageClaim {
 
 struct PageCheck {
   Verdict verdict;
-  Index budget = 0;            // the exact token budget max(1, floor((1 - rho) T))
+  Index budget = 0;            // the walk's budget: max(1, floor((1 - rho) T)) tokens, or the page count K
+  BudgetUnit budget_unit = BudgetUnit::Tokens;
   double rel_tolerance = 0.0;  // the precision model's tolerance on this (T, G, P)
   std::vector<std::vector<Index>> canonical;  // the oracle's canonical kept pages per KV group (score desc, index asc)
 };
@@ -35,11 +38,17 @@ struct PageCheck {
 // known mistake whose pages it is, when one is: "budget" (kvpress's float budget), "weights" (the other
 // pooling), "pooling-max" (max over the group's heads), "sink-isolation" (entropy weights or pooling on the raw
 // rows), "page-score" (the other page score), "walk" (the other greedy rule), "under-fill" (a page that still
-// fits was left out); the message lists every mistake that fits. Throws std::invalid_argument when G does not
+// fits was left out), "temperature" (the other published head-weight temperature, tau = 1 or 0.5),
+// "page-count-budget" (a page count by top-k where tokens are walked, the other page-count rule, or the token
+// walk where a page count is asked; also for a "budget" overrun it explains); the message lists every mistake that fits. Throws std::invalid_argument when G does not
 // divide q_heads, P < 1, sinks < 0, a value of the layer is negative or not finite, or the ratio is not a plain
 // decimal in [0, 1).
 PageCheck check_page_claim(const ScoreTensor& attn, Index layer, const PageParams& params, const PageClaim& claim,
                            const paging::PrecisionModel& precision);
+
+// Every choice knob of `p` by its option name, as text ("budget_unit": "pages", "temperature": "0.5", ...): what
+// page-select, check-pages and conform reports print.
+nlohmann::json page_knobs_json(const PageParams& p);
 
 // The oracle's canonical kept pages (score desc, page index asc) per KV group of `layer`.
 std::vector<std::vector<Index>> canonical_page_selection(const ScoreTensor& attn, Index layer, const PageParams& params);

@@ -15,6 +15,7 @@
 #include "audit/conform/judge.h"
 #include "core/verdict.h"
 #include "audit/conform/page_case.h"
+#include "core/paging/page_options.h"
 #include "core/paging/page_score_bound.h"
 
 namespace kvaudit::conform {
@@ -40,22 +41,24 @@ rc::Shrinkable<PageCase> shrinkable_page_case(PageCase c);
 class PageFamily {
  public:
   using Case = PageCase;
-  explicit PageFamily(Index max_size, paging::PrecisionModel precision = {}) : max_size_(max_size), precision_(precision) {}
+  explicit PageFamily(Index max_size, paging::PrecisionModel precision = {}, std::optional<paging::PageOptions> choices = {})
+      : max_size_(max_size), precision_(precision), choices_(std::move(choices)) {}
 
   const char* name() const { return "page-entrokv"; }
-  nlohmann::json report_fields() const { return {{"precision", paging::to_string(precision_)}}; }
+  nlohmann::json report_fields() const;
   std::string encode(std::int64_t id, const Case& c) const { return encode_page_request(id, c); }
   Judgement judge(const Case& c, const std::string& response, std::int64_t id) const;
-  rc::Gen<Case> generator() const { return page_cases(max_size_); }
+  rc::Gen<Case> generator() const;
   rc::Shrinkable<Case> concrete(Case c) const { return shrinkable_page_case(std::move(c)); }
   Case decode(const std::string& line, const std::string& source) const { return decode_page_request(line, source); }
-  std::vector<Case> dump_cases(const std::string& dir) const { return page_dump_cases(dir, max_size_); }
+  std::vector<Case> dump_cases(const std::string& dir) const;
   nlohmann::json summary(const Case& c) const;
   nlohmann::json canonical(const Case& c) const;
 
  private:
   Index max_size_;
   paging::PrecisionModel precision_;  // what the implementation computes page scores in
+  std::optional<paging::PageOptions> choices_;  // preset / fixed knobs over every generated and dump case
 };
 
 }  // namespace kvaudit::conform
