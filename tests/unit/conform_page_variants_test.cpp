@@ -71,7 +71,7 @@ void expect(const Run& m, const conform_test::CliRun& r, const std::string& sour
     rule = c["rule"];
     shrunk = c["heads"].dump() + " heads x T " + c["tokens"].dump() + ", G " + c["group_size"].dump() + ", P " + c["page_size"].dump();
   }
-  table << std::left << std::setw(62) << label(m) << std::setw(10) << source << std::setw(11) << verdict << std::setw(7)
+  table << std::left << std::setw(68) << label(m) << std::setw(10) << source << std::setw(11) << verdict << std::setw(7)
         << r.report["cases"]["judged"].get<int>() << std::setw(19) << rule << shrunk << "\n";
   if (m.wrong) {
     EXPECT_TRUE(r.exit_code == 1 && verdict == "violates") << label(m) << " SURVIVED " << source << ": " << r.err;
@@ -91,7 +91,7 @@ void expect(const Run& m, const conform_test::CliRun& r, const std::string& sour
 TEST(ConformPageVariants, PresetsAreSentAndBothDifferencesAreNamed) {
   if (!python_available()) GTEST_SKIP() << "SKIPPED: python3 (stdlib) is needed to run the implementations";
   std::ostringstream table;
-  table << std::left << std::setw(62) << "implementation, knobs sent" << std::setw(10) << "cases" << std::setw(11) << "verdict"
+  table << std::left << std::setw(68) << "implementation, knobs sent" << std::setw(10) << "cases" << std::setw(11) << "verdict"
         << std::setw(7) << "judged" << std::setw(19) << "rule" << "shrunk\n";
   for (const auto& m : kRuns) {
     const int cases = m.wrong ? kCasesWrong : kCasesRight;
