@@ -6,6 +6,7 @@
 #include <span>
 #include <vector>
 
+#include "audit/conform/page_case.h"
 #include "audit/page_check.h"
 #include "core/error.h"
 #include "core/paging/page_options.h"
@@ -163,4 +164,25 @@ TEST(PagingVariants, CheckerNamesThePageCountBudget) {
   const kvaudit::Verdict none = judge(one, tokens, {});
   EXPECT_EQ(none.rule, "page-count-budget") << none.message;
   EXPECT_EQ(kvaudit::paging::select_pages(one, released).kept_total(), 0);
+}
+
+TEST(PagingVariants, ConformRequestsCarryEveryKnobAndAPreset) {
+  kvaudit::conform::PageCase c;
+  c.q_heads = 2;
+  c.tokens = 6;
+  c.values = temperature_rows().values;
+  c.params = kvaudit::paging::parse_page_options(options("entro-prefill"));
+  c.params.inverse_temperature = 4;
+  const auto back = kvaudit::conform::decode_page_request(kvaudit::conform::encode_page_request(1, c), "t");
+  EXPECT_EQ(back.params.inverse_temperature, 4);
+  EXPECT_EQ(back.params.entropy_on, kvaudit::EntropySource::Raw);
+  EXPECT_EQ(back.params.budget_unit, kvaudit::BudgetUnit::Pages);
+  EXPECT_EQ(back.params.page_count_rule, kvaudit::PageCountRule::EntroPrefill);
+  // A request may name a preset; a knob sent with it overrides the preset's.
+  const auto named = kvaudit::conform::decode_page_request(
+      R"({"attention": [[0.5, 0.5]], "group_size": 1, "preset": "released", "temperature": 1})", "t");
+  EXPECT_EQ(named.params.budget_unit, kvaudit::BudgetUnit::Pages);
+  EXPECT_EQ(named.params.inverse_temperature, 1);
+  EXPECT_THROW(kvaudit::conform::decode_page_request(R"({"attention": [[1]], "group_size": 1, "preset": "authors"})", "t"),
+               kvaudit::InputError);
 }
