@@ -192,9 +192,11 @@ Verdict name_mistake(const std::vector<std::span<const float>>& rows, const Page
   return Verdict::violates(rule, v.message + "; the pages are what " + explained + " keeps");
 }
 
-// Over the walk's budget: named `page-count-budget` when the other budget unit (or page-count rule) keeps these pages.
+// Over a page count: named `page-count-budget` when the token walk (or the other page-count rule) keeps these pages.
+// Over a token budget the rule stays `budget`: no token budget may be exceeded, whatever a page count would keep.
 Verdict name_budget_unit(const std::vector<std::span<const float>>& rows, const PageParams& p, const std::vector<Index>& claimed,
                          double tol, Verdict v) {
+  if (p.budget_unit == BudgetUnit::Tokens) return v;
   for (const auto& [rule, what] : variant_mistakes(rows, p, claimed, tol))
     if (rule == "page-count-budget") return Verdict::violates(rule, v.message + "; the pages are what " + what + " keeps");
   return v;

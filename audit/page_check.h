@@ -40,7 +40,7 @@ struct PageCheck {
 // rows), "page-score" (the other page score), "walk" (the other greedy rule), "under-fill" (a page that still
 // fits was left out), "temperature" (the other published head-weight temperature, tau = 1 or 0.5),
 // "page-count-budget" (a page count by top-k where tokens are walked, the other page-count rule, or the token
-// walk where a page count is asked; also for a "budget" overrun it explains); the message lists every mistake that fits. Throws std::invalid_argument when G does not
+// walk where a page count is asked; also for an overrun of a page count it explains); the message lists every mistake that fits. Throws std::invalid_argument when G does not
 // divide q_heads, P < 1, sinks < 0, a value of the layer is negative or not finite, or the ratio is not a plain
 // decimal in [0, 1).
 PageCheck check_page_claim(const ScoreTensor& attn, Index layer, const PageParams& params, const PageClaim& claim,
