@@ -2,6 +2,7 @@
 #include "audit/audit_runner.h"
 #include "audit/budget_match.h"
 #include "audit/dump_conformance.h"
+#include "audit/needle_study.h"
 #include "audit/paging_findings.h"
 #include "audit/pooling_findings.h"
 #include "audit/retained_entropy.h"
@@ -16,6 +17,7 @@ const std::vector<StageInfo>& audit_stages() {
       {"retained-entropy", "Retained-token coherence (seed 000) and benchmark claims", Scope::Global, retained_entropy_section},
       {"pooling", "Entropy-budgeted contiguous pooling", Scope::Global, pooling_section},
       {"paging", "Page-EntroKV under GQA", Scope::PerModel, paging_section},
+      {"needle-study", "Needle retrieval through kvpress's pipeline", Scope::Global, needle_study_section},
       {"suites", "Property suites and proof checks", Scope::Global, suite_summary_section},
   };
   return stages;

@@ -1,6 +1,7 @@
 // The claim judge and the claim row's report form (see claims.h).
 #include "audit/claims.h"
 
+#include <algorithm>
 #include <cmath>
 #include <stdexcept>
 
@@ -95,6 +96,34 @@ Interval wilson_interval(Index successes, Index n) {
   const double half = z / (1 + z2 / nn) * std::sqrt(p * (1 - p) / nn + z2 / (4 * nn * nn));
   // At p = 0 or 1 the closed form gives the bound up to rounding; the exact end is the observed proportion.
   return {successes == 0 ? 0.0 : centre - half, successes == n ? 1.0 : centre + half, "Wilson score 95 %"};
+}
+
+Interval paired_difference_interval(const PairedCounts& c) {
+  const double n = static_cast<double>(c.n());
+  const double pa = static_cast<double>(c.both + c.only_a) / n, pb = static_cast<double>(c.both + c.only_b) / n;
+  const Interval a = wilson_interval(c.both + c.only_a, c.n()), b = wilson_interval(c.both + c.only_b, c.n());
+  // phi of the 2x2 table; 0 when a margin is empty (the rates cannot co-vary).
+  const double margins = static_cast<double>(c.both + c.only_a) * static_cast<double>(c.only_b + c.neither) *
+                         static_cast<double>(c.both + c.only_b) * static_cast<double>(c.only_a + c.neither);
+  const double phi = margins > 0 ? (static_cast<double>(c.both) * static_cast<double>(c.neither) -
+                                    static_cast<double>(c.only_a) * static_cast<double>(c.only_b)) / std::sqrt(margins)
+                                 : 0.0;
+  const double lower = std::sqrt(std::max(0.0, (pa - a.lower) * (pa - a.lower) - 2 * phi * (pa - a.lower) * (b.upper - pb) +
+                                                   (b.upper - pb) * (b.upper - pb)));
+  const double upper = std::sqrt(std::max(0.0, (a.upper - pa) * (a.upper - pa) - 2 * phi * (a.upper - pa) * (pb - b.lower) +
+                                                   (pb - b.lower) * (pb - b.lower)));
+  return {pa - pb - lower, pa - pb + upper, "Newcombe hybrid score 95 %, paired"};
+}
+
+double exact_mcnemar_p(const PairedCounts& c) {
+  const Index m = c.only_a + c.only_b, k = std::min(c.only_a, c.only_b);
+  if (m == 0) return 1.0;
+  // 2 * P(X <= k), X ~ binomial(m, 1/2), summed in logs so that large m stays finite.
+  double tail = 0;
+  for (Index i = 0; i <= k; ++i)
+    tail += std::exp(std::lgamma(static_cast<double>(m) + 1) - std::lgamma(static_cast<double>(i) + 1) -
+                     std::lgamma(static_cast<double>(m - i) + 1) - static_cast<double>(m) * std::log(2.0));
+  return std::min(1.0, 2 * tail);
 }
 
 const char* to_string(ClaimKind k) {

@@ -83,6 +83,18 @@ Evidence existence_evidence(double reached, double claimed);
 // Wilson score 95 % interval for `successes` of `n` (n >= 1).
 Interval wilson_interval(Index successes, Index n);
 
+// Paired binary outcomes of methods a and b on the same items: how many succeeded under both, a only, b only, neither.
+struct PairedCounts {
+  Index both = 0, only_a = 0, only_b = 0, neither = 0;
+  Index n() const { return both + only_a + only_b + neither; }
+};
+// 95 % interval for rate(a) - rate(b) from paired outcomes: Newcombe's hybrid score interval for paired proportions
+// (Stat. Med. 1998, 17:2635, method 10: Wilson intervals of both rates combined with the phi correlation). n >= 1.
+Interval paired_difference_interval(const PairedCounts& c);
+// Exact two-sided McNemar test: P(a binomial(only_a + only_b, 1/2) count at least as far from the middle as
+// observed); 1 when no pair is discordant.
+double exact_mcnemar_p(const PairedCounts& c);
+
 const char* to_string(ClaimKind k);
 const char* to_string(Protocol p);
 const char* to_string(Evidence e);

@@ -93,23 +93,35 @@ WalkInput walk_with_max_over_heads(const std::vector<std::span<const float>>& ro
   return w;
 }
 
-Verdict admissible(const WalkInput& w, const std::vector<op::Page>& /*pages*/, const std::vector<Index>& claimed, double tol) {
+// The claim against a walk, each page costing what the walk's budget unit charges (w.costs).
+Verdict admissible(const WalkInput& w, const std::vector<Index>& claimed, double tol) {
   return op::check_pages_admissible(w.scores, w.costs, w.reserved, w.budget, w.greedy, claimed, op::Exact(tol));
+}
+
+// Union of per-head selections: each query head of the group walks alone (a group of one, its own budget) and the
+// group keeps every page some head kept. Compared as one set with the union of the oracle's canonical per-head walks
+// (ties toward the lower page index): unlike a single walk, a union of tie choices has no per-class form to check.
+std::vector<Index> union_of_per_head_selections(const std::vector<std::span<const float>>& rows, const PageParams& p) {
+  std::set<Index> pages;
+  PageParams alone = p;
+  alone.group_size = 1;
+  for (const auto& row : rows)
+    for (Index k : op::page_entrokv_group({row}, alone).kept_pages) pages.insert(k);
+  return {pages.begin(), pages.end()};
 }
 
 // The published variants' two differences no other rule names (docs/page-entrokv.md section 8): the head-weight
 // temperature (tau = 1 against tau = 0.5) and the budget unit (a token budget walked against a page count by
 // top-k, under either page-count rule). Each entry: the rule and what keeps the claimed pages.
 std::vector<std::pair<std::string, std::string>> variant_mistakes(const std::vector<std::span<const float>>& rows, const PageParams& p,
-                                                                  const std::vector<Index>& claimed, double tol) {
+                                                                  const std::vector<Index>& claimed, double tol, bool over_budget) {
   std::vector<std::pair<std::string, std::string>> out;
-  const std::vector<op::Page> none;
   if (p.pooling == PagePooling::Entropy && rows.size() > 1)
     for (Index k : {Index{1}, Index{2}}) {
       if (k == p.inverse_temperature) continue;
       PageParams q = p;
       q.inverse_temperature = k;
-      if (admissible(walk_input(rows, q), none, claimed, tol).passed())
+      if (admissible(walk_input(rows, q), claimed, tol).passed())
         out.emplace_back("temperature", "head weights at tau = " + paging::temperature_text(k) + " (w proportional to c^" + std::to_string(k) +
                                             ", asked tau = " + paging::temperature_text(p.inverse_temperature) + ")");
     }
@@ -119,8 +131,10 @@ std::vector<std::pair<std::string, std::string>> variant_mistakes(const std::vec
     q.budget_unit = unit;
     q.page_count_rule = rule;
     if (unit == p.budget_unit && (unit == BudgetUnit::Tokens || rule == p.page_count_rule)) return;
+    // No token budget may be exceeded, whatever a page count would keep: a token overrun stays `budget`.
+    if (over_budget && p.budget_unit == BudgetUnit::Tokens) return;
     const WalkInput w = walk_input(rows, q);
-    if (!admissible(w, none, claimed, tol).passed()) return;
+    if (!admissible(w, claimed, tol).passed()) return;
     out.emplace_back("page-count-budget",
                      unit == BudgetUnit::Tokens
                          ? "the token budget B = " + std::to_string(w.budget) + " walked (asked: a page count K = " +
@@ -136,10 +150,15 @@ std::vector<std::pair<std::string, std::string>> variant_mistakes(const std::vec
 }
 
 // A walk the specification cannot produce, named after the mistake whose pages it is (if any).
-Verdict name_mistake(const std::vector<std::span<const float>>& rows, const PageParams& p, const std::vector<op::Page>& pages,
-                     const std::vector<Index>& claimed, double tol, Verdict v) {
+// A violation of "budget" can only be explained by a walk with another budget (float-budget, page-count-budget,
+// budget-off-by-one; a token overrun is never page-count-budget); the others by any mistake. Every check walks in
+// the budget unit the params ask (a page count: one unit per page) and honours the temperature and entropy source.
+Verdict name_mistake(const std::vector<std::span<const float>>& rows, const PageParams& p, const std::vector<Index>& claimed, double tol,
+                     Verdict v) {
   const Index T = static_cast<Index>(rows[0].size());
-  const Index budget = op::page_token_budget(T, p.ratio_text);
+  const Index budget = op::page_walk_budget(T, p);  // in the walk's unit: tokens, or a page count
+  const bool tokens = p.budget_unit == BudgetUnit::Tokens;
+  const char* unit = tokens ? " tokens" : " pages";
   std::string rule, explained;
   auto found = [&](const char* r, const std::string& what) {
     if (rule.empty()) rule = r;
@@ -150,56 +169,62 @@ Verdict name_mistake(const std::vector<std::span<const float>>& rows, const Page
     change(q);
     return q;
   };
-  // kvpress-style float budget int(T (1 - rho)) in double, where the exact decimal budget is required.
+  // kvpress-style float budget int(T (1 - rho)) in double, where the exact decimal token budget is required (a
+  // page count is not kvpress's budget: not tried there).
   WalkInput f = walk_input(rows, p);
   f.budget = std::max<Index>(1, static_cast<Index>(static_cast<double>(T) * (1.0 - std::stod(p.ratio_text))));
-  if (p.budget_unit == BudgetUnit::Tokens && f.budget != budget && admissible(f, pages, claimed, tol).passed())
-    found("budget", "the float budget int(T (1 - rho)) = " + std::to_string(f.budget) + " (exact budget " + std::to_string(budget) + ")");
+  if (tokens && f.budget != budget && admissible(f, claimed, tol).passed())
+    found("float-budget", "the float budget int(T (1 - rho)) = " + std::to_string(f.budget) + " (exact budget " + std::to_string(budget) + ")");
+  if (rows.size() > 1 && claimed == union_of_per_head_selections(rows, p))
+    found("per-head-union", "the union of the " + std::to_string(rows.size()) + " heads' own selections (each head walking alone)");
+  // The pooling mistakes, the narrowest first: on a small case several can keep the same pages (near-uniform
+  // weights make mean pooling fit whatever the weights were computed from), and the first named is the rule.
   const bool entropy = p.pooling == PagePooling::Entropy;
-  if (admissible(walk_input(rows, with([&](PageParams& q) { q.pooling = entropy ? PagePooling::Mean : PagePooling::Entropy; })),
-                 pages, claimed, tol).passed())
-    found("weights", entropy ? "mean pooling (w = 1/G)" : "entropy pooling");
-  if (rows.size() > 1 && admissible(walk_with_max_over_heads(rows, p), pages, claimed, tol).passed())
-    found("pooling-max", "the max over the group's heads instead of a weighted pool");
-  if (entropy && admissible(walk_with_raw_weights(rows, p), pages, claimed, tol).passed())
-    found("sink-isolation", p.entropy_on == EntropySource::SinkIsolated ? "entropy weights computed on the raw rows (sinks not isolated)"
-                                                                        : "entropy weights computed on the sink-isolated rows");
   const bool isolated = p.source == PoolSource::SinkIsolated;
   if (admissible(walk_input(rows, with([&](PageParams& q) { q.source = isolated ? PoolSource::Raw : PoolSource::SinkIsolated; })),
-                 pages, claimed, tol).passed())
+                 claimed, tol).passed())
     found("sink-isolation", isolated ? "pooling the raw rows" : "pooling the sink-isolated rows");
+  if (entropy && admissible(walk_with_raw_weights(rows, p), claimed, tol).passed())
+    found("weights-entropy", p.entropy_on == EntropySource::SinkIsolated ? "entropy weights computed on the raw rows (sinks not isolated before H2)"
+                                                                         : "entropy weights computed on the sink-isolated rows (the raw rows asked)");
+  if (admissible(walk_input(rows, with([&](PageParams& q) { q.pooling = entropy ? PagePooling::Mean : PagePooling::Entropy; })),
+                 claimed, tol).passed())
+    found("weights", entropy ? "mean pooling (w = 1/G)" : "entropy pooling");
+  if (rows.size() > 1 && admissible(walk_with_max_over_heads(rows, p), claimed, tol).passed())
+    found("pooling-max", "the max over the group's heads instead of a weighted pool");
   const bool sum = p.page_score == PageScore::Sum;
   if (admissible(walk_input(rows, with([&](PageParams& q) { q.page_score = sum ? PageScore::Max : PageScore::Sum; })),
-                 pages, claimed, tol).passed())
+                 claimed, tol).passed())
     found("page-score", sum ? "max page scores" : "sum page scores");
   const bool skip = p.greedy == GreedyRule::SkipMisfits;
   if (admissible(walk_input(rows, with([&](PageParams& q) { q.greedy = skip ? GreedyRule::StopAtFirstMisfit : GreedyRule::SkipMisfits; })),
-                 pages, claimed, tol).passed())
+                 claimed, tol).passed())
     found("walk", skip ? "stopping at the first misfit" : "skipping misfits");
-  for (const auto& [variant_rule, what] : variant_mistakes(rows, p, claimed, tol)) found(variant_rule.c_str(), what);
-  if (rule.empty() && skip && p.budget_unit == BudgetUnit::Tokens) {
-    // Skipping misfits, the walk ends only when no page left out still fits: one that does is an under-fill.
+  for (const auto& [variant_rule, what] : variant_mistakes(rows, p, claimed, tol, v.rule == "budget")) found(variant_rule.c_str(), what);
+  if (rule.empty() && skip) {
+    // Skipping misfits, the walk ends only when no page left out still fits: one that does is an under-fill (in the
+    // walk's unit: a page count fills up to K pages).
+    const WalkInput w = walk_input(rows, p);
     Index retained = 0;
     std::set<Index> kept(claimed.begin(), claimed.end());
-    for (Index k : claimed) retained += pages[k].size();
-    for (Index k = 0; k < static_cast<Index>(pages.size()); ++k)
-      if (!kept.count(k) && retained + pages[k].size() <= budget)
-        return Verdict::violates("under-fill", v.message + "; page " + std::to_string(k) + " (" + std::to_string(pages[k].size()) +
-                                                   " tokens) still fits: " + std::to_string(retained) + " retained of budget " +
-                                                   std::to_string(budget));
+    for (Index k : claimed) retained += w.costs[k].size();
+    for (Index k = 0; k < static_cast<Index>(w.costs.size()); ++k)
+      if (!kept.count(k) && retained + w.costs[k].size() <= budget)
+        return Verdict::violates("under-fill", v.message + "; page " + std::to_string(k) + " (" + std::to_string(w.costs[k].size()) + unit +
+                                                   ") still fits: " + std::to_string(retained) + " retained of budget " +
+                                                   std::to_string(budget) + unit);
   }
+  // A budget one off (a token, or a page of a page count), tried last as the most generic explanation (after
+  // under-fill: a walk that needs one token of room too many leaves a page out that still fits).
+  if (rule.empty())
+    for (Index d : {Index{1}, Index{-1}}) {
+      WalkInput b = walk_input(rows, p);
+      b.budget = budget + d;
+      if (b.budget >= (tokens ? 1 : 0) && admissible(b, claimed, tol).passed())
+        found("budget-off-by-one", "a budget off by one: " + std::to_string(b.budget) + unit + " (the budget is " + std::to_string(budget) + unit + ")");
+    }
   if (rule.empty()) return v;
   return Verdict::violates(rule, v.message + "; the pages are what " + explained + " keeps");
-}
-
-// Over a page count: named `page-count-budget` when the token walk (or the other page-count rule) keeps these pages.
-// Over a token budget the rule stays `budget`: no token budget may be exceeded, whatever a page count would keep.
-Verdict name_budget_unit(const std::vector<std::span<const float>>& rows, const PageParams& p, const std::vector<Index>& claimed,
-                         double tol, Verdict v) {
-  if (p.budget_unit == BudgetUnit::Tokens) return v;
-  for (const auto& [rule, what] : variant_mistakes(rows, p, claimed, tol))
-    if (rule == "page-count-budget") return Verdict::violates(rule, v.message + "; the pages are what " + what + " keeps");
-  return v;
 }
 
 // `claimed` against one group's oracle result: its canonical pages, or admissible within rel_tolerance.
@@ -278,8 +303,8 @@ PageCheck check_page_claim(const ScoreTensor& attn, Index layer, const PageParam
     if (v.passed()) continue;
     const auto rows = group_rows(attn, layer, g, p.group_size);
     v.message = "group " + std::to_string(g) + ": " + v.message + " (kept " + list_text(claim.kept_pages[g]) + ")";
-    if (v.rule == "tie-order" || v.rule == "reserved") v = name_mistake(rows, p, pages, claim.kept_pages[g], out.rel_tolerance, v);
-    if (v.rule == "budget") v = name_budget_unit(rows, p, claim.kept_pages[g], out.rel_tolerance, v);
+    if (v.rule == "tie-order" || v.rule == "score-order" || v.rule == "reserved" || v.rule == "budget")
+      v = name_mistake(rows, p, claim.kept_pages[g], out.rel_tolerance, v);
     out.verdict = v;
     return out;
   }

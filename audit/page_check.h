@@ -33,16 +33,20 @@ struct PageCheck {
 // attn (layers, q_heads, T), rows non-negative; `layer` is the one judged. Stages, the first failure reported:
 // "shape" (one list per group), "range", "order" (strictly increasing); with kept_tokens the ledger rules
 // ("token-set", "pages-agree", "tokens-agree", "whole-pages", "budget"); then per group the oracle's
-// admissibility ("budget", "reserved", "tie-order": pages whose exact scores a, b satisfy
-// |a - b| <= tol (a + b) may be walked in either order). A walk that is not admissible is named after the
-// known mistake whose pages it is, when one is: "budget" (kvpress's float budget), "weights" (the other
-// pooling), "pooling-max" (max over the group's heads), "sink-isolation" (entropy weights or pooling on the raw
-// rows), "page-score" (the other page score), "walk" (the other greedy rule), "under-fill" (a page that still
-// fits was left out), "temperature" (the other published head-weight temperature, tau = 1 or 0.5),
-// "page-count-budget" (a page count by top-k where tokens are walked, the other page-count rule, or the token
-// walk where a page count is asked; also for an overrun of a page count it explains); the message lists every mistake that fits. Throws std::invalid_argument when G does not
-// divide q_heads, P < 1, sinks < 0, a value of the layer is negative or not finite, or the ratio is not a plain
-// decimal in [0, 1).
+// admissibility ("budget", "reserved", "tie-order": the claim leaves every walk at pages tied within
+// |a - b| <= tol (a + b) whose order matters there, their scores in the message; "score-order": the decreasing
+// score order alone decides against it), walked in the params' budget unit (a page count: each page costs one).
+// A violation of "budget", "reserved", "tie-order" or "score-order" is named after the known mistake whose pages it
+// is, when one is, the narrowest first: "float-budget" (kvpress's float token budget), "per-head-union" (the union
+// of the heads' own selections), "sink-isolation" (the other pooled source), "weights-entropy" (entropy weights on
+// the other rows: raw where sink-isolated are asked, or the reverse), "weights" (the other pooling), "pooling-max"
+// (max over the group's heads), "page-score" (the other page score), "walk" (the other greedy rule),
+// "temperature" (the other published head-weight temperature, tau = 1 or 0.5), "page-count-budget" (a page count
+// by top-k where tokens are walked, the other page-count rule, or the token walk where a page count is asked; an
+// overrun of a token budget is never page-count-budget), "under-fill" (a page that still fits was left out, skip-misfits),
+// "budget-off-by-one" (a budget one token, or one page of a page count, off); the message lists every mistake
+// that fits. Throws std::invalid_argument when G does not divide q_heads, P < 1, sinks < 0, a value of the layer
+// is negative or not finite, or the ratio is not a plain decimal in [0, 1).
 PageCheck check_page_claim(const ScoreTensor& attn, Index layer, const PageParams& params, const PageClaim& claim,
                            const paging::PrecisionModel& precision);
 

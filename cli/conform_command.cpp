@@ -126,10 +126,10 @@ const bool registered = kvaudit::cli::register_command([](CLI::App& root) {
                   "Timeout of the first request after each (re)start, for slow-starting interpreters");
   cmd->add_option("--report", args->report, "Write the JSON report to FILE (atomically)");
   cmd->add_option("--replay", args->replay,
-                  "Run the request lines in FILE instead of generated cases; chunk-method scores that are not float32 "
-                  "values are rounded to the nearest float32 (docs/conform.md)");
+                  "Run the request lines in FILE instead of generated cases; scores (chunk methods) and attention values "
+                  "(page-entrokv) that are not float32 values are rounded to the nearest float32 (docs/conform.md)");
   cmd->add_flag("--replay-strict", args->replay_strict,
-                "With --replay: refuse scores that are not float32 values instead of rounding them");
+                "With --replay: refuse scores / attention values that are not float32 values instead of rounding them");
   cmd->callback([args] {
     kvaudit::conform::ConformOptions o;
     o.method = kvaudit::conform::parse_conform_method(args->method, "--method");

@@ -5,6 +5,7 @@
 #include "oracle/chunk_selection.h"
 
 #include <algorithm>
+#include <charconv>
 #include <cmath>
 #include <numeric>
 #include <set>
@@ -313,29 +314,87 @@ Verdict check_pages_admissible(const std::vector<Exact>& scores, const std::vect
       if (in[k] && k != short_page) ++claimed_full[c];
   const bool claimed_short = short_page >= 0 && in[short_page];
   const Index positions = short_class >= 0 ? static_cast<Index>(classes[short_class].size()) : 1;
+  // Where the claim leaves the walk: the class at which the order that follows the claim furthest first keeps
+  // something else (the walk state before it is then the claim's own), and what the orders keep there.
+  struct ClassOutcome {
+    Index full = 0;
+    bool short_taken = false;
+    bool operator==(const ClassOutcome&) const = default;
+  };
+  Index decision = -1, used_before = 0;
+  bool stopped_before = false;
+  std::vector<ClassOutcome> outcomes;  // per position j of the short page: what the decision class keeps
+  if (classes.empty()) return Verdict::conforms();
   for (Index j = 0; j < positions; ++j) {
     Index u = used;
-    bool stop = stopped, short_taken = false, match = true;
-    for (std::size_t c = 0; c < classes.size() && match; ++c) {
+    bool stop = stopped;
+    for (std::size_t c = 0; c < classes.size(); ++c) {
       // The sizes this class presents to the walk: its full pages, with the short page at position j.
       std::vector<Index> sizes(classes[c].size(), full);
       const bool has_short = static_cast<Index>(c) == short_class;
       if (has_short) sizes[static_cast<std::size_t>(j)] = pages[short_page].size();
-      Index taken = 0;
+      const Index u_in = u;
+      const bool stop_in = stop;
+      ClassOutcome got;
       for (std::size_t i = 0; i < sizes.size(); ++i) {
         const bool is_short = has_short && static_cast<Index>(i) == j;
         if (!stop && u + sizes[i] <= budget) {
           u += sizes[i];
-          if (is_short) short_taken = true; else ++taken;
+          if (is_short) got.short_taken = true; else ++got.full;
         } else if (rule == GreedyRule::StopAtFirstMisfit) {
           stop = true;
         }
       }
-      match = taken == claimed_full[c];
+      if (got == ClassOutcome{claimed_full[c], has_short && claimed_short}) {
+        if (c + 1 == classes.size()) return Verdict::conforms();
+        continue;
+      }
+      if (static_cast<Index>(c) > decision) decision = static_cast<Index>(c), used_before = u_in, stopped_before = stop_in, outcomes.clear();
+      if (static_cast<Index>(c) == decision) outcomes.push_back(got);
+      break;
     }
-    if (match && short_taken == claimed_short) return Verdict::conforms();
   }
-  return Verdict::violates("tie-order", "no order of tied pages makes the walk keep the claimed pages");
+  // The claim keeps what no walk keeps at class `decision`. It really ties there only when pages of that class
+  // are tied and their order changes what the walk keeps; otherwise the score order alone decides against it.
+  const std::vector<Index>& at = classes[static_cast<std::size_t>(decision)];
+  auto score_text = [&](Index k) {
+    char buf[32];  // the shortest text of the nearest double: near ties that differ show it
+    const auto r = std::to_chars(buf, buf + sizeof buf, scores[k].convert_to<double>());
+    return std::string(buf, r.ptr);
+  };
+  auto list = [](const std::vector<Index>& v) {
+    std::string s = "[";
+    for (std::size_t i = 0; i < v.size(); ++i) s += (i ? ", " : "") + std::to_string(v[i]);
+    return s + "]";
+  };
+  std::vector<Index> sorted_at = at, kept_at;
+  std::sort(sorted_at.begin(), sorted_at.end());
+  for (Index k : sorted_at)
+    if (in[k]) kept_at.push_back(k);
+  const std::string state = "with " + std::to_string(used_before) + " of budget " + std::to_string(budget) + " retained" +
+                            (stopped_before ? " and the walk stopped at a misfit" : "");
+  const bool order_matters = std::any_of(outcomes.begin(), outcomes.end(), [&](const ClassOutcome& o) { return !(o == outcomes[0]); });
+  if (at.size() > 1 && order_matters) {
+    std::string tied;
+    for (Index k : sorted_at) tied += (tied.empty() ? "" : ", ") + std::string("page ") + std::to_string(k) + " " + score_text(k);
+    return Verdict::violates("tie-order", "pages " + list(sorted_at) + " tie (exact scores " + tied +
+                                              ", equal within the tolerance); the walk reaches them " + state +
+                                              ", and no order of them keeps the claimed " + list(kept_at) + " of them");
+  }
+  if (at.size() == 1) {
+    const Index k = at[0];
+    const bool walk_keeps = outcomes[0].full > 0 || outcomes[0].short_taken;
+    return Verdict::violates("score-order", "page " + std::to_string(k) + " (exact score " + score_text(k) +
+                                                ", tied with no other page) " + (walk_keeps ? "must be kept" : "cannot be kept") +
+                                                ": the walk in decreasing score reaches it " + state + "; the claim " +
+                                                (in[k] ? "keeps" : "drops") + " it");
+  }
+  std::string tied;
+  for (Index k : sorted_at) tied += (tied.empty() ? "" : ", ") + score_text(k);
+  const Index walk_count = outcomes[0].full + (outcomes[0].short_taken ? 1 : 0);
+  return Verdict::violates("score-order", "pages " + list(sorted_at) + " (exact scores " + tied +
+                                              ", tied with each other) are reached " + state + "; every order of them keeps " +
+                                              std::to_string(walk_count) + " of them, the claim keeps " + list(kept_at));
 }
 
 }  // namespace kvaudit::oracle::paging

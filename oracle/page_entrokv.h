@@ -130,7 +130,12 @@ Verdict check_page_accounting(const PageLedger& ledger, const std::vector<Positi
 // Pages whose exact scores a, b satisfy |a - b| <= rel_tol * (a + b) are tied (rel_tol = 0: exact ties
 // only); tie classes are the connected runs of the sorted scores. `claimed` (increasing page indices) is
 // admissible iff the walk of select_pages produces it for some order of the pages inside each tie class.
-// Rules: "shape", "budget", "reserved", "tie-order".
+// `pages` are what each page costs the walk and `budget` is in that unit (walk_costs: the pages themselves for a
+// token budget, one unit per page for a page count, where every page is full and the walk keeps the top K).
+// Rules: "shape", "budget", "reserved", then where the claim leaves every walk (the class at which the order
+// that follows it furthest keeps something else): "tie-order" only when that class holds tied pages whose order
+// changes what the walk keeps there (the message prints their exact scores), else "score-order" (the decreasing
+// score order alone decides against the claim: a page that must be kept or cannot be, with its score).
 Verdict check_pages_admissible(const std::vector<Exact>& scores, const std::vector<Page>& pages,
                                const std::vector<bool>& reserved, Index budget, GreedyRule rule,
                                const std::vector<Index>& claimed, const Exact& rel_tol);

@@ -29,8 +29,8 @@ std::string render_svg_chart(const nlohmann::json& chart) {
     for (const auto& p : s["points"]) {
       xmin = std::min(xmin, p[0].get<double>());
       xmax = std::max(xmax, p[0].get<double>());
-      ymin = std::min(ymin, p[1].get<double>());
-      ymax = std::max(ymax, p[1].get<double>());
+      ymin = std::min(ymin, p[p.size() == 4 ? 2 : 1].get<double>());
+      ymax = std::max(ymax, p[p.size() == 4 ? 3 : 1].get<double>());
     }
   std::ostringstream svg;
   svg << "<svg xmlns=\"http://www.w3.org/2000/svg\" role=\"img\" width=\"" << kWidth << "\" height=\"" << kHeight
@@ -68,8 +68,14 @@ std::string render_svg_chart(const nlohmann::json& chart) {
       svg << "<polyline fill=\"none\" stroke=\"" << colour << "\" stroke-width=\"2\" points=\"";
       for (const auto& p : pts) svg << X(p[0].get<double>()) << "," << Y(p[1].get<double>()) << " ";
       svg << "\"/>";
-      for (const auto& p : pts)
+      for (const auto& p : pts) {
         svg << "<circle cx=\"" << X(p[0].get<double>()) << "\" cy=\"" << Y(p[1].get<double>()) << "\" r=\"2.5\" fill=\"" << colour << "\"/>";
+        if (p.size() == 4) {  // an interval bar, nudged sideways per series so that overlapping bars stay apart
+          const double x = X(p[0].get<double>()) + 3.0 * (static_cast<double>(si) - static_cast<double>(n_series - 1) / 2);
+          svg << "<line x1=\"" << x << "\" y1=\"" << Y(p[2].get<double>()) << "\" x2=\"" << x << "\" y2=\"" << Y(p[3].get<double>())
+              << "\" stroke=\"" << colour << "\" stroke-width=\"1\" stroke-opacity=\"0.7\"/>";
+        }
+      }
     } else {  // bar and histogram: bars centred on x, series side by side
       double slot = pw / std::max<std::size_t>(pts.size(), 1) * 0.8;
       double bar = slot / static_cast<double>(n_series);

@@ -30,7 +30,9 @@ void validate_chart(const nlohmann::json& c, const std::string& where) {
   for (const auto& s : c["series"]) {
     require(s.contains("name") && s.contains("points") && s["points"].is_array(), where, "series needs name and points");
     for (const auto& p : s["points"])
-      require(p.is_array() && p.size() == 2 && p[0].is_number() && p[1].is_number(), where, "point must be [x, y] numbers");
+      require(p.is_array() && (p.size() == 2 || (p.size() == 4 && p[2].is_number() && p[3].is_number() && p[2] <= p[1] && p[1] <= p[3])) &&
+                  p[0].is_number() && p[1].is_number(),
+              where, "point must be [x, y] or [x, y, low, high] numbers with low <= y <= high");
   }
 }
 

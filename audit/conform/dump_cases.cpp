@@ -118,6 +118,24 @@ std::vector<ConformCase> candidates(const ConformCase& c) {
     }
     add(std::move(k));
   }
+  // Every chunk cut to its first half (chunk length halved, the partial tail halved too): the chunk count, and so
+  // any rule that depends on it (the budget in chunks), is kept while T halves. Dump rows need this step: a prefix
+  // changes the chunk count, and the float and exact chunk budgets part only at some counts.
+  if (chunk >= 2) {
+    const Index half = chunk / 2, tail = c.tokens - complete * chunk;
+    const Index tail_kept = tail == 0 ? 0 : std::max<Index>(1, std::min<Index>((tail + 1) / 2, half > 1 ? half - 1 : 1));
+    ConformCase k = c;
+    k.tokens = complete * half + tail_kept;
+    k.params.chunk_length = half;
+    if (k.params.rescue_size >= half) k.params.rescue_size = std::max<Index>(1, half - 1);
+    k.values.clear();
+    for (Index h = 0; h < c.heads; ++h) {
+      auto row = c.values.begin() + h * c.tokens;
+      for (Index i = 0; i < complete; ++i) k.values.insert(k.values.end(), row + i * chunk, row + i * chunk + half);
+      k.values.insert(k.values.end(), row + complete * chunk, row + complete * chunk + tail_kept);
+    }
+    if (k.tokens >= 1 && k.tokens < c.tokens) add(std::move(k));
+  }
   // Only quantizations that reduce the number of distinct values, so the descent cannot cycle.
   for (int levels : {2, 4, 16, 256}) {
     ConformCase k = quantized(c, levels);

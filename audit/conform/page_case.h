@@ -16,6 +16,7 @@
 #include <string>
 #include <vector>
 
+#include "audit/conform/protocol.h"
 #include "core/types.h"
 
 namespace kvaudit::conform {
@@ -41,8 +42,10 @@ struct PageAnswer {
 };
 
 std::string encode_page_request(std::int64_t id, const PageCase& c);
-// Throws InputError naming `source`. compression_ratio may be decimal text or a number (its raw text is kept).
-PageCase decode_page_request(const std::string& line, const std::string& source);
+// Throws InputError naming `source` and showing the value. compression_ratio may be decimal text or a number (its
+// raw text is kept); attention values that are not float32 values are rounded to the nearest float32 (noted in the
+// case's origin), or refused under Float32Input::Strict, as for every method (protocol.h).
+PageCase decode_page_request(const std::string& line, const std::string& source, Float32Input values = Float32Input::Round);
 // Throws ProtocolError (BadJson, WrongId, BadResponse); never judges the pages themselves.
 PageAnswer decode_page_response(const std::string& line, std::int64_t expected_id);
 

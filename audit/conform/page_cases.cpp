@@ -126,7 +126,10 @@ std::vector<PageCase> candidates(const PageCase& c) {
       if (h % G != i) heads.push_back(h);
     add(with_heads(c, heads, G - 1), false);
   }
-  for (Index keep : {c.tokens / 4, c.tokens / 2, c.tokens - p.page_size, c.tokens - 1})
+  // Prefixes, including round lengths (multiples of 5 and 8): decimal ratios make (1 - rho) T an integer, where the
+  // exact and the float budgets part, only at such lengths, and a failure that needs it survives no other cut.
+  for (Index keep : {c.tokens / 4, c.tokens / 2, c.tokens - p.page_size, c.tokens - 1, c.tokens / 2 / 5 * 5, c.tokens / 4 / 5 * 5,
+                     c.tokens / 2 / 8 * 8})
     if (keep >= 1 && keep < c.tokens) add(with_tokens(c, 0, keep), true);
   // Remove one whole page (not the first: the sink pages stay where they are).
   const Index full_pages = c.tokens / p.page_size;
@@ -139,6 +142,22 @@ std::vector<PageCase> candidates(const PageCase& c) {
       std::copy(src + (k + 1) * p.page_size, src + c.tokens, dst + k * p.page_size);
     }
     add(std::move(m), true);
+  }
+  // Every page cut to its first half (P halved, the partial last page halved too, rows renormalized): the page
+  // count, and so the walk's shape, is kept while T halves. A prefix changes the page count instead.
+  if (p.page_size >= 2) {
+    const Index P = p.page_size, half = P / 2, whole = c.tokens / P, tail = c.tokens - whole * P;
+    const Index tail_kept = tail == 0 ? 0 : std::max<Index>(1, std::min<Index>((tail + 1) / 2, half > 1 ? half - 1 : 1));
+    PageCase m = c;
+    m.tokens = whole * half + tail_kept;
+    m.params.page_size = half;
+    m.values.clear();
+    for (Index h = 0; h < c.q_heads; ++h) {
+      auto row = c.values.begin() + h * c.tokens;
+      for (Index i = 0; i < whole; ++i) m.values.insert(m.values.end(), row + i * P, row + i * P + half);
+      m.values.insert(m.values.end(), row + whole * P, row + whole * P + tail_kept);
+    }
+    if (m.tokens >= 1 && m.tokens < c.tokens) add(std::move(m), true);
   }
   // Fewer distinct values: each row's values mapped onto a few levels of its maximum.
   for (int levels : {1, 2, 4, 16}) {

@@ -41,8 +41,11 @@ rc::Shrinkable<PageCase> shrinkable_page_case(PageCase c);
 class PageFamily {
  public:
   using Case = PageCase;
-  explicit PageFamily(Index max_size, paging::PrecisionModel precision = {}, std::optional<paging::PageOptions> choices = {})
-      : max_size_(max_size), precision_(precision), choices_(std::move(choices)) {}
+  // choices: a preset / fixed knobs over every generated and dump case (--preset, --page-knob).
+  // strict_values: replayed attention values must be float32 values (--replay-strict), else they are rounded.
+  explicit PageFamily(Index max_size, paging::PrecisionModel precision = {}, std::optional<paging::PageOptions> choices = {},
+                      bool strict_values = false)
+      : max_size_(max_size), precision_(precision), choices_(std::move(choices)), strict_values_(strict_values) {}
 
   const char* name() const { return "page-entrokv"; }
   nlohmann::json report_fields() const;
@@ -50,7 +53,9 @@ class PageFamily {
   Judgement judge(const Case& c, const std::string& response, std::int64_t id) const;
   rc::Gen<Case> generator() const;
   rc::Shrinkable<Case> concrete(Case c) const { return shrinkable_page_case(std::move(c)); }
-  Case decode(const std::string& line, const std::string& source) const { return decode_page_request(line, source); }
+  Case decode(const std::string& line, const std::string& source) const {
+    return decode_page_request(line, source, strict_values_ ? Float32Input::Strict : Float32Input::Round);
+  }
   std::vector<Case> dump_cases(const std::string& dir) const;
   nlohmann::json summary(const Case& c) const;
   nlohmann::json canonical(const Case& c) const;
@@ -59,6 +64,7 @@ class PageFamily {
   Index max_size_;
   paging::PrecisionModel precision_;  // what the implementation computes page scores in
   std::optional<paging::PageOptions> choices_;  // preset / fixed knobs over every generated and dump case
+  bool strict_values_;
 };
 
 }  // namespace kvaudit::conform

@@ -3,7 +3,6 @@
 
 #include <charconv>
 #include <cmath>
-#include <limits>
 
 #include <nlohmann/json.hpp>
 
@@ -100,7 +99,7 @@ std::string encode_page_request(std::int64_t id, const PageCase& c) {
   return out;
 }
 
-PageCase decode_page_request(const std::string& line, const std::string& source) {
+PageCase decode_page_request(const std::string& line, const std::string& source, Float32Input values) {
   nlohmann::json j = parse_request_object(line, source);
   PageCase c;
   c.origin = source;
@@ -132,18 +131,20 @@ PageCase decode_page_request(const std::string& line, const std::string& source)
       throw InputError(source, "attention", "must be a non-empty array of rows, each a non-empty array of numbers");
     c.q_heads = static_cast<Index>(a.size());
     c.tokens = static_cast<Index>(a.at(0).size());
-    for (const auto& row : a) {
-      if (!row.is_array() || static_cast<Index>(row.size()) != c.tokens) throw InputError(source, "attention", "rows of different lengths");
+    Float32Rounding rounding;  // float32 on the wire: other numbers rounded (or, strict, refused) as for every method
+    for (std::size_t h = 0; h < a.size(); ++h) {
+      const auto& row = a[h];
+      if (!row.is_array() || static_cast<Index>(row.size()) != c.tokens)
+        throw InputError(source, "attention", "row " + std::to_string(h) + " is not a list of " + std::to_string(c.tokens) +
+                                                  " numbers like row 0: " + clip(row.dump()));
       for (const auto& v : row) {
-        if (!v.is_number()) throw InputError(source, "attention", "holds a non-number: " + v.dump());
-        const double d = v.get<double>();
-        if (!(d >= 0.0 && d <= static_cast<double>(std::numeric_limits<float>::max())))
-          throw InputError(source, "attention", "value " + v.dump() + " is negative or outside the float32 range");
-        if (static_cast<double>(static_cast<float>(d)) != d)  // float32 on the wire: refused, never rounded
-          throw InputError(source, "attention", "value " + v.dump() + " is not a float32 value");
-        c.values.push_back(static_cast<float>(d));
+        const float f = replay_float32(v, values, source, "attention", rounding);
+        // The value as sent, not as rounded: -1e-50 is negative even though float32 rounds it to -0.
+        if (v.get<double>() < 0.0) throw InputError(source, "attention", "value " + v.dump() + " is negative");
+        c.values.push_back(f);
       }
     }
+    c.origin += rounding.note("attention value");
     if (c.q_heads % p.group_size != 0)
       throw InputError(source, "group_size", "does not divide the " + std::to_string(c.q_heads) + " attention rows");
   } catch (const nlohmann::json::exception& e) {

@@ -168,6 +168,35 @@ CompressionRatio ratio_field(const std::string& line, const nlohmann::json& requ
 
 const char* to_string(Float32Input mode) { return mode == Float32Input::Strict ? "strict" : "round"; }
 
+std::string Float32Rounding::note(const std::string& noun) const {
+  if (rounded == 0) return "";
+  return " (" + std::to_string(rounded) + " " + noun + (rounded > 1 ? "s" : "") + " rounded to the nearest float32, e.g. " +
+         example + ")";
+}
+
+float replay_float32(const nlohmann::json& v, Float32Input mode, const std::string& source, const char* field,
+                     Float32Rounding& rounding) {
+  if (!v.is_number()) throw InputError(source, field, "holds a non-number: " + clip(v.dump()));
+  const double d = v.get<double>();
+  // Round to nearest float32, ties to even, from the double the text parses to (what Python's float32(float(text))
+  // does). From 2^128 - 2^103 (FLT_MAX plus half an ulp) on, that rounding overflows: refused, never made infinite
+  // (and never converted: a double beyond float's range has no defined float conversion).
+  const double overflow = std::ldexp(1.0, 128) - std::ldexp(1.0, 103);
+  if (!std::isfinite(d) || std::fabs(d) >= overflow)
+    throw InputError(source, field, "value " + v.dump() + " is outside the float32 range");
+  const float f = static_cast<float>(d);
+  if (static_cast<double>(f) != d) {
+    if (mode == Float32Input::Strict)
+      throw InputError(source, field, "value " + v.dump() + " is not a float32 value (--replay-strict)");
+    if (rounding.rounded++ == 0) {
+      char buf[64];
+      auto r = std::to_chars(buf, buf + sizeof buf, static_cast<double>(f));
+      rounding.example = v.dump() + " -> " + std::string(buf, r.ptr);
+    }
+  }
+  return f;
+}
+
 ConformCase decode_request(const std::string& line, Flavour flavour, const std::string& source, Float32Input scores_mode) {
   nlohmann::json j;
   try {
@@ -201,36 +230,15 @@ ConformCase decode_request(const std::string& line, Flavour flavour, const std::
                                              clip(scores.dump()));
     c.heads = static_cast<Index>(scores.size());
     c.tokens = static_cast<Index>(scores.at(0).size());
-    int rounded = 0;
-    std::string example;
+    Float32Rounding rounding;
     for (std::size_t h = 0; h < scores.size(); ++h) {
       const auto& row = scores[h];
       if (!row.is_array() || static_cast<Index>(row.size()) != c.tokens)
         throw InputError(source, "scores", "row " + std::to_string(h) + " is not a list of " + std::to_string(c.tokens) +
                                                " numbers like row 0: " + clip(row.dump()));
-      for (const auto& v : row) {
-        if (!v.is_number()) throw InputError(source, "scores", "holds a non-number: " + clip(v.dump()));
-        const double d = v.get<double>();
-        // Round to nearest float32, ties to even, from the double the text parses to (what Python's
-        // float32(float(text)) does); a value that rounds past float32's largest finite value is refused.
-        const float f = static_cast<float>(d);
-        if (!std::isfinite(d) || !std::isfinite(f))
-          throw InputError(source, "scores", "value " + v.dump() + " is outside the float32 range");
-        if (static_cast<double>(f) != d) {
-          if (scores_mode == Float32Input::Strict)
-            throw InputError(source, "scores", "value " + v.dump() + " is not a float32 value (--replay-strict)");
-          if (rounded++ == 0) {
-            char buf[64];
-            auto r = std::to_chars(buf, buf + sizeof buf, static_cast<double>(f));
-            example = v.dump() + " -> " + std::string(buf, r.ptr);
-          }
-        }
-        c.values.push_back(f);
-      }
+      for (const auto& v : row) c.values.push_back(replay_float32(v, scores_mode, source, "scores", rounding));
     }
-    if (rounded > 0)
-      c.origin += " (" + std::to_string(rounded) + " score" + (rounded > 1 ? "s" : "") +
-                  " rounded to the nearest float32, e.g. " + example + ")";
+    c.origin += rounding.note("score");
   } catch (const nlohmann::json::exception& e) {
     throw InputError(source, "request", e.what());
   }

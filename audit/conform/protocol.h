@@ -52,6 +52,20 @@ std::string encode_request(std::int64_t id, const ConformCase& c);
 enum class Float32Input { Round, Strict };
 const char* to_string(Float32Input mode);
 
+// One replayed value read as float32 under `mode`, for every family's request reader. `rounded` counts the values
+// that were not float32 values and keeps the first as an example ("0.1 -> 0.10000000149011612"); note() is the text
+// the case's origin carries. Throws InputError(source, field, ...) showing the value: not a number, not finite, or
+// rounding past float32's largest finite value (3.4028235e38 plus half an ulp or more), or (Strict) not a float32
+// value.
+struct Float32Rounding {
+  int rounded = 0;
+  std::string example;
+  // " (N <noun>s rounded to the nearest float32, e.g. ...)", or "" when none was.
+  std::string note(const std::string& noun) const;
+};
+float replay_float32(const nlohmann::json& value, Float32Input mode, const std::string& source, const char* field,
+                     Float32Rounding& rounding);
+
 // Reads a request line back (for `--replay`); the inverse of encode_request. Throws InputError naming the field
 // and showing the offending value.
 ConformCase decode_request(const std::string& line, Flavour flavour, const std::string& source,

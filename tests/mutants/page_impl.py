@@ -13,17 +13,21 @@ from fractions import Fraction
 # mutant name -> what it breaks (kept in sync with tests/unit/conform_mutants_test.cpp)
 MUTANTS = {
     "mean_pooling": "weights: w = 1/G instead of the collision-probability weights",
-    "weights_raw": "sinks: entropy weights from the raw rows (sinks not isolated for the weights)",
-    "pool_raw": "sinks: pools the raw rows when sink-isolated rows are asked for",
+    "weights_raw": "weights-entropy: entropy weights from the raw rows (sinks not isolated for the weights)",
+    "pool_raw": "sink-isolation: pools the raw rows when sink-isolated rows are asked for",
     "sinks_not_reserved": "reserved: sink pages compete with the others instead of being kept first",
-    "budget_plus_page": "budget: one page more than max(1, floor((1 - rho) T)) allows",
-    "budget_float": "budget: int(T * (1 - float(rho))) instead of the exact decimal budget",
+    "budget_plus_page": "budget (over budget): walks with one page of budget more than max(1, floor((1 - rho) T))",
+    "budget_float": "float-budget: int(T * (1 - float(rho))) instead of the exact decimal budget",
     "max_score": "page score: max where the sum is asked for",
     "per_head": "per-head selection: each query head picks its own pages (one list per head)",
     "unsorted": "order: kept pages in walk order, not increasing",
     "ties_ignored_reserved": "reserved: reserved pages walked by score instead of index order",
     "partial_tokens": "whole pages: kept_tokens drops the last position of every kept page",
     "stop_at_misfit": "walk: stops at the first page that does not fit when skip-misfits is asked for",
+    "pool_max": "pooling-max: the max over the group's heads instead of the weighted pool",
+    "union_per_head": "per-head-union: each query head walks alone, the group keeps the union of their pages",
+    "budget_plus_one": "budget-off-by-one: a budget one token larger than max(1, floor((1 - rho) T))",
+    "under_fill": "under-fill: the skip-misfits walk takes a page only when it leaves room (< instead of <=)",
     # the published variants' differences (docs/page-entrokv.md section 8)
     "temperature_one": "temperature: ignores the temperature knob, always w proportional to c (tau = 1)",
     "temperature_half": "temperature: always w proportional to c^2 (tau = 0.5), whatever is asked",
@@ -60,6 +64,8 @@ def select(q, mutant):
         budget = max(1, int(T * (1 - float(q["compression_ratio"]))))
     if mutant == "budget_plus_page":
         budget += P
+    if mutant == "budget_plus_one":
+        budget += 1
     pages = [(a, min(a + P, T)) for a in range(0, T, P)]
     if pages_unit:  # a page count K, every page costing one
         paper = q.get("page_count_rule", "paper") == "paper" or mutant == "page_count_topk"
@@ -68,6 +74,9 @@ def select(q, mutant):
         rows_groups = [[r] for r in rows]
     else:
         rows_groups = [rows[g:g + G] for g in range(0, len(rows), G)]
+    if mutant == "union_per_head":  # each head walks alone, then the group keeps the union
+        alone = select(q, "per_head")["kept_pages"]
+        return {"id": q["id"], "kept_pages": [sorted(set().union(*alone[g:g + G])) for g in range(0, len(rows), G)]}
     lists, token_lists = [], []
     for heads in rows_groups:
         n = len(heads)
@@ -87,6 +96,8 @@ def select(q, mutant):
         raw = source == "raw" or mutant == "pool_raw"
         d = heads if raw else [q_ or [0.0] * T for q_ in iso]
         s = [add(w[h] * d[h][t] for h in range(n)) for t in range(T)]
+        if mutant == "pool_max":
+            s = [max(d[h][t] for h in range(n)) for t in range(T)]
         kind = "max" if mutant == "max_score" else page_score
         S = [(add if kind == "sum" else max)(s[a:b]) for a, b in pages]
         reserved = [sink_pages == "reserved" and a < sinks and mutant != "sinks_not_reserved" for a, _ in pages]
@@ -101,7 +112,8 @@ def select(q, mutant):
         kept, used = [], 0
         for k in res + rest:
             size = 1 if pages_unit else pages[k][1] - pages[k][0]
-            if used + size <= budget:
+            fits = used + size < budget if mutant == "under_fill" and greedy == "skip-misfits" else used + size <= budget
+            if fits:
                 kept.append(k)
                 used += size
             elif greedy == "stop-at-first-misfit" or mutant == "stop_at_misfit":

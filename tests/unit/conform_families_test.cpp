@@ -128,10 +128,15 @@ TEST(ConformPageJudge, EachRuleIsNamed) {
   EXPECT_EQ(rule(answer_of({{0, 4}})), "range");
   EXPECT_EQ(rule(answer_of({{3, 0}})), "order");
   EXPECT_EQ(rule(answer_of({{0, 0}})), "order");
-  EXPECT_EQ(rule(answer_of({{0, 1, 3}})), "budget");
+  EXPECT_EQ(rule(answer_of({{0, 2, 3}})), "budget");
+  // Head 0 alone keeps pages {0, 3}, heads 1 and 2 alone {0, 1}: their union is over budget, and named.
+  EXPECT_EQ(rule(answer_of({{0, 1, 3}})), "per-head-union");
   EXPECT_EQ(rule(answer_of({{1, 3}})), "reserved");
-  EXPECT_EQ(rule(answer_of({{0, 1}})), "weights");  // what mean pooling keeps
-  EXPECT_EQ(rule(answer_of({{0, 2}})), "tie-order");
+  // What mean pooling keeps, and also entropy weights on the raw rows (tried first, the narrower mistake).
+  EXPECT_EQ(rule(answer_of({{0, 1}})), "weights-entropy");
+  EXPECT_NE(judge_pages(c, answer_of({{0, 1}})).message.find("or mean pooling (w = 1/G)"), std::string::npos);
+  EXPECT_EQ(rule(answer_of({{0, 2}})), "score-order");  // no page ties: page 3 must be kept
+  EXPECT_NE(judge_pages(c, answer_of({{0, 2}})).message.find("page 3 (exact score"), std::string::npos);
   EXPECT_TRUE(judge_pages(c, {{{0, 3}}, {{{0, 1, 6, 7}}}}).passed());
   EXPECT_EQ(rule({{{0, 3}}, {{{0, 1, 6}}}}), "tokens-agree");
   EXPECT_EQ(rule({{{0, 3}}, {{{0, 1, 5, 6}}}}), "pages-agree");
@@ -140,6 +145,74 @@ TEST(ConformPageJudge, EachRuleIsNamed) {
   EXPECT_EQ(rule_of_mistake([](op::PageParams& p) { p.page_score = op::PageScore::Max; }), "page-score");
   EXPECT_EQ(rule_of_mistake([](op::PageParams& p) { p.source = op::PoolSource::Raw; }), "sink-isolation");
   EXPECT_EQ(rule_of_mistake([](op::PageParams& p) { p.sink_pages = op::SinkPages::Scored; }), "reserved");
+}
+
+// Issue 26's case: [[1, 0, 0, 0]], P = 1, rho 0.5 (budget 2), kept [0]: a page that still fits was left out. No
+// page ties there, so it must never read tie-order.
+TEST(ConformPageJudge, AnUnderFilledWalkIsNamedUnderFill) {
+  const PageCase c = decode_page_request(R"({"attention": [[1, 0, 0, 0]], "group_size": 1, "page_size": 1, "compression_ratio": 0.5})", "t");
+  const Verdict v = judge_pages(c, answer_of({{0}}));
+  EXPECT_EQ(v.rule, "under-fill") << v.message;
+  EXPECT_NE(v.message.find("still fits: 1 retained of budget 2"), std::string::npos) << v.message;
+}
+
+// tie-order is reported only where pages really tie at the decision, and prints their scores; the same wrong answer
+// on untied scores is a score-order violation.
+TEST(ConformPageJudge, TieOrderOnlyWhereTheCaseTiesAndItPrintsTheTiedScores) {
+  // T = 9, P = 2: pages {0,1} {2,3} {4,5} {6,7} {8}; no sinks; budget floor(0.5 * 9) = 4 tokens; skip misfits.
+  // Page sums (in 16ths) 6, 3, 3, 1, 3: page 0 first, then one tie class of two full pages (1, 2) and the short page
+  // 4 with 2 tokens of room. The short page first keeps it alone (a full page then misfits); a full page first keeps
+  // that page alone. Keeping none of them and page 3 instead is what no order keeps, and the tie decides there.
+  const std::string knobs = R"(, "group_size": 1, "page_size": 2, "sinks": 0, "compression_ratio": "0.5"})";
+  const PageCase c = decode_page_request(
+      R"({"attention": [[0.1875, 0.1875, 0.125, 0.0625, 0.0625, 0.125, 0.03125, 0.03125, 0.1875]])" + knobs, "t");
+  for (Index k : {1, 2, 4}) EXPECT_TRUE(judge_pages(c, answer_of({{0, k}})).passed()) << k;
+  const Verdict tied = judge_pages(c, answer_of({{0, 3}}));
+  EXPECT_EQ(tied.rule, "tie-order") << tied.message;
+  EXPECT_NE(tied.message.find("pages [1, 2, 4] tie (exact scores page 1 0.1875, page 2 0.1875, page 4 0.1875"), std::string::npos)
+      << tied.message;
+  // Untied (page sums 6, 4, 2, 1, 3: page 1 strictly second): the same answer is a score-order violation.
+  const PageCase u = decode_page_request(
+      R"({"attention": [[0.1875, 0.1875, 0.125, 0.125, 0.0625, 0.0625, 0.03125, 0.03125, 0.1875]])" + knobs, "t");
+  EXPECT_TRUE(judge_pages(u, answer_of({{0, 1}})).passed());
+  const Verdict untied = judge_pages(u, answer_of({{0, 3}}));
+  EXPECT_EQ(untied.rule, "score-order") << untied.message;
+  EXPECT_NE(untied.message.find("page 1 (exact score 0.25, tied with no other page) must be kept"), std::string::npos)
+      << untied.message;
+}
+
+// Page-family replays read attention values as every method does: any finite number, rounded to the nearest
+// float32 (noted in the origin), or refused under --replay-strict.
+TEST(ConformFamiliesProtocol, PageReplayRoundsAttentionToFloat32UnlessStrict) {
+  const std::string line = R"({"attention": [[0.1, 0.9, 0.5, 0.5]], "group_size": 1, "page_size": 2, "compression_ratio": 0.5})";
+  const PageCase c = decode_page_request(line, "--replay line 1");
+  EXPECT_EQ(c.values[0], 0.1f);
+  EXPECT_EQ(c.values[1], 0.9f);
+  EXPECT_EQ(c.values[2], 0.5f);
+  EXPECT_NE(c.origin.find("2 attention values rounded to the nearest float32, e.g. 0.1 -> 0.10000000149011612"), std::string::npos)
+      << c.origin;
+  EXPECT_EQ(decode_page_request(R"({"attention": [[0.5, 0.5]], "group_size": 1})", "src").origin, "src");
+  std::string strict;
+  try {
+    decode_page_request(line, "--replay line 1", Float32Input::Strict);
+  } catch (const InputError& e) {
+    strict = e.what();
+  }
+  EXPECT_NE(strict.find("--replay line 1: attention: value 0.1 is not a float32 value (--replay-strict)"), std::string::npos) << strict;
+  std::string overflow;
+  try {
+    decode_page_request(R"({"attention": [[3.4028235677973366e38]], "group_size": 1})", "r");
+  } catch (const InputError& e) {
+    overflow = e.what();
+  }
+  EXPECT_NE(overflow.find("attention: value 3.4028235677973366e+38 is outside the float32 range"), std::string::npos) << overflow;
+  std::string tiny_negative;
+  try {
+    decode_page_request(R"({"attention": [[1, -1e-50]], "group_size": 1})", "r");
+  } catch (const InputError& e) {
+    tiny_negative = e.what();
+  }
+  EXPECT_NE(tiny_negative.find("attention: value -1e-50 is negative"), std::string::npos) << tiny_negative;
 }
 
 TEST(ConformPageJudge, CasesTheOracleRejectsAreInvalidNotJudged) {
@@ -401,6 +474,26 @@ TEST(ConformFamiliesCli, HostileReplayLinesShowTheOffendingValue) {
         << line << "\n" << run.err;
     EXPECT_NE(run.err.find(message), std::string::npos) << line << "\n" << run.err;
   }
+  std::remove(path.c_str());
+}
+
+// A page replay line with values float32 cannot hold runs (rounded, the origin says so) and conforms with the plain
+// implementation; --replay-strict refuses it with exit 2, the field and the value named, nothing on stdout.
+TEST(ConformFamiliesCli, PageReplayRoundsToFloat32AndStrictRefuses) {
+  const std::string path = "/tmp/kvaudit_conform_families_round_" + std::to_string(::getpid()) + ".jsonl";
+  std::ofstream(path) << R"({"attention": [[0.1, 0.2, 0.3, 0.4]], "group_size": 1, "page_size": 1, "sinks": 0, "compression_ratio": "0.5"})"
+                      << "\n";
+  const std::string impl = conform_test::quote("python3 tests/mutants/page_impl.py");
+  auto run = conform_test::run_cli("--method page-entrokv --replay " + path + " --impl " + impl);
+  EXPECT_EQ(run.exit_code, 0) << run.err;
+  ASSERT_TRUE(run.report.is_object()) << run.out;
+  EXPECT_EQ(run.report["verdict"], "conforms");
+  EXPECT_EQ(run.report["cases"]["replayed"], 1);
+  auto strict = conform_test::run_cli("--method page-entrokv --replay " + path + " --replay-strict --impl " + impl);
+  EXPECT_EQ(strict.exit_code, 2) << strict.err;
+  EXPECT_TRUE(strict.out.empty()) << strict.out;
+  EXPECT_NE(strict.err.find("--replay line 1: attention: value 0.1 is not a float32 value (--replay-strict)"), std::string::npos)
+      << strict.err;
   std::remove(path.c_str());
 }
 

@@ -83,7 +83,19 @@ TEST(PagingOracle, AdmissibilityAcceptsTieChoicesAndRejectsTheRest) {
   const std::vector<Exact> strict = {Exact(3), Exact(2), Exact(1)};
   auto v = op::check_pages_admissible(strict, pages, none, 4, op::GreedyRule::SkipMisfits, {1}, Exact(0));
   EXPECT_EQ(v.kind, kvaudit::VerdictKind::Violates);
-  EXPECT_EQ(v.rule, "tie-order");
+  // No tie at the decision (page 0 scores 3, tied with nothing): the score order alone rules the claim out.
+  EXPECT_EQ(v.rule, "score-order");
+  EXPECT_NE(v.message.find("page 0 (exact score 3, tied with no other page) must be kept"), std::string::npos) << v.message;
+  // Where the tied pages' order decides (the short page first or not), tie-order, with the tied scores printed.
+  const auto tie = op::check_pages_admissible(tied, pages, none, 4, op::GreedyRule::SkipMisfits, {}, Exact(0));
+  EXPECT_NE(tie.message.find("pages [0, 1, 2] tie (exact scores page 0 1, page 1 1, page 2 1"), std::string::npos) << tie.message;
+  // Tied full pages whose order changes nothing: every order keeps one of them, so keeping none is no tie-order.
+  const auto full_pages = op::page_layout(8, 4);
+  const std::vector<bool> two(2, false);
+  const auto none_kept = op::check_pages_admissible({Exact(1), Exact(1)}, full_pages, two, 4, op::GreedyRule::SkipMisfits, {}, Exact(0));
+  EXPECT_EQ(none_kept.rule, "score-order") << none_kept.message;
+  EXPECT_NE(none_kept.message.find("every order of them keeps 1 of them"), std::string::npos) << none_kept.message;
+  EXPECT_TRUE(op::check_pages_admissible({Exact(1), Exact(1)}, full_pages, two, 4, op::GreedyRule::SkipMisfits, {1}, Exact(0)).passed());
   EXPECT_EQ(op::check_pages_admissible(strict, pages, none, 4, op::GreedyRule::SkipMisfits, {0, 2}, Exact(0)).rule, "budget");
   EXPECT_EQ(op::check_pages_admissible(strict, pages, none, 8, op::GreedyRule::SkipMisfits, {2, 1}, Exact(0)).rule, "shape");
   // Within a relative tolerance, 3 vs 2.9 counts as a tie.
