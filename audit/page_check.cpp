@@ -201,7 +201,9 @@ Verdict name_mistake(const std::vector<std::span<const float>>& rows, const Page
                  claimed, tol).passed())
     found("walk", skip ? "stopping at the first misfit" : "skipping misfits");
   for (const auto& [variant_rule, what] : variant_mistakes(rows, p, claimed, tol, v.rule == "budget")) found(variant_rule.c_str(), what);
-  if (rule.empty() && skip) {
+  // Under a token budget a page count by top-k leaves out pages that still fit: the under-fill is the fact, the
+  // page count one explanation of it, listed in the message (under-fill is the narrower name).
+  if (skip && (rule.empty() || (tokens && rule == "page-count-budget"))) {
     // Skipping misfits, the walk ends only when no page left out still fits: one that does is an under-fill (in the
     // walk's unit: a page count fills up to K pages).
     const WalkInput w = walk_input(rows, p);
@@ -212,7 +214,8 @@ Verdict name_mistake(const std::vector<std::span<const float>>& rows, const Page
       if (!kept.count(k) && retained + w.costs[k].size() <= budget)
         return Verdict::violates("under-fill", v.message + "; page " + std::to_string(k) + " (" + std::to_string(w.costs[k].size()) + unit +
                                                    ") still fits: " + std::to_string(retained) + " retained of budget " +
-                                                   std::to_string(budget) + unit);
+                                                   std::to_string(budget) + unit +
+                                                   (explained.empty() ? std::string() : "; the pages are what " + explained + " keeps"));
   }
   // A budget one off (a token, or a page of a page count), tried last as the most generic explanation (after
   // under-fill: a walk that needs one token of room too many leaves a page out that still fits).
