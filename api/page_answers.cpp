@@ -39,7 +39,8 @@ Answer page_select_answer(const ScoreTensor& attn, const PageParams& p, const Fl
     const Index retained = s.retained[static_cast<std::size_t>(g)];
     total_pages += static_cast<Index>(kept.size());
     total_tokens += retained;
-    groups.push_back({{"group", g}, {"heads", heads}, {"weights", w}, {"renyi2_sink_isolated", h2}, {"kept_pages", kept},
+    groups.push_back({{"group", g}, {"heads", heads}, {"weights", w},
+                      {p.entropy_on == EntropySource::Raw ? "renyi2_raw" : "renyi2_sink_isolated", h2}, {"kept_pages", kept},
                       {"kept_page_count", kept.size()}, {"retained_tokens", retained}});
   }
   Answer a;
@@ -49,9 +50,8 @@ Answer page_select_answer(const ScoreTensor& attn, const PageParams& p, const Fl
             {"pages", s.pages},
             {"budget", s.budget},
             {"compression_ratio", p.ratio_text},
-            {"pooling", op::to_string(p.pooling)},
-            {"page_score", op::to_string(p.page_score)},
             {"sinks", p.n_sink},
+            {"knobs", audit::page_knobs_json(p)},
             {"precision", input.describe()},
             {"groups", groups},
             {"total_kept_pages", total_pages},
@@ -75,6 +75,7 @@ Answer check_pages_answer(const ScoreTensor& attn, const PageParams& p, const au
             {"page_size", p.page_size},
             {"compression_ratio", p.ratio_text},
             {"budget", check.budget},
+            {"knobs", audit::page_knobs_json(p)},
             {"score_precision", paging::to_string(precision)},
             {"rel_tolerance", check.rel_tolerance},
             {"precision", input.describe()},

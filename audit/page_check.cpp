@@ -8,6 +8,7 @@
 #include <stdexcept>
 #include <string>
 
+#include "core/paging/page_options.h"
 #include "core/paging/page_selector.h"
 #include "oracle/page_entrokv.h"
 
@@ -50,12 +51,13 @@ struct WalkInput {
   std::vector<bool> reserved;
   Index budget = 0;
   GreedyRule greedy = GreedyRule::SkipMisfits;
+  std::vector<op::Page> costs;  // what each page costs the walk (op::walk_costs)
 };
 
 WalkInput walk_input(const std::vector<std::span<const float>>& rows, const PageParams& p) {
   op::GroupResult r = op::page_entrokv_group(rows, p);
-  return {std::move(r.page_scores), std::move(r.reserved), op::page_token_budget(static_cast<Index>(rows[0].size()), p.ratio_text),
-          p.greedy};
+  return {std::move(r.page_scores), std::move(r.reserved), r.budget, p.greedy,
+          op::walk_costs(op::page_layout(static_cast<Index>(rows[0].size()), p.page_size), p.budget_unit)};
 }
 
 // The sources d_h that would be pooled under p (p~_h, 0 where it does not exist, or the raw rows).
@@ -75,13 +77,9 @@ std::vector<std::vector<op::Exact>> pooled_sources(const std::vector<std::span<c
 // Two mistakes no PageParams knob expresses, built from the oracle's definitions.
 // Entropy weights computed on the raw rows (sinks not isolated before H2).
 WalkInput walk_with_raw_weights(const std::vector<std::span<const float>>& rows, const PageParams& p) {
-  WalkInput w = walk_input(rows, p);
-  std::vector<std::optional<std::vector<op::Exact>>> raw;
-  for (const auto& row : rows) raw.push_back(op::exact_row(row));
-  const std::vector<op::Exact> weights = op::group_weights(raw, PagePooling::Entropy);
-  const auto pages = op::page_layout(static_cast<Index>(rows[0].size()), p.page_size);
-  w.scores = op::page_scores(op::pooled_scores(pooled_sources(rows, p), weights), pages, p.page_score);
-  return w;
+  PageParams q = p;
+  q.entropy_on = p.entropy_on == EntropySource::SinkIsolated ? EntropySource::Raw : EntropySource::SinkIsolated;
+  return walk_input(rows, q);
 }
 
 // The max over the group's heads instead of a weighted pool: s(t) = max_h d_h(t).
@@ -93,6 +91,11 @@ WalkInput walk_with_max_over_heads(const std::vector<std::span<const float>>& ro
     for (std::size_t t = 0; t < s.size(); ++t) s[t] = std::max(s[t], sources[h][t]);
   w.scores = op::page_scores(s, op::page_layout(static_cast<Index>(rows[0].size()), p.page_size), p.page_score);
   return w;
+}
+
+// The claim against a walk, each page costing what the walk's budget unit charges (w.costs).
+Verdict admissible(const WalkInput& w, const std::vector<Index>& claimed, double tol) {
+  return op::check_pages_admissible(w.scores, w.costs, w.reserved, w.budget, w.greedy, claimed, op::Exact(tol));
 }
 
 // Union of per-head selections: each query head of the group walks alone (a group of one, its own budget) and the
@@ -107,15 +110,55 @@ std::vector<Index> union_of_per_head_selections(const std::vector<std::span<cons
   return {pages.begin(), pages.end()};
 }
 
-Verdict admissible(const WalkInput& w, const std::vector<op::Page>& pages, const std::vector<Index>& claimed, double tol) {
-  return op::check_pages_admissible(w.scores, pages, w.reserved, w.budget, w.greedy, claimed, op::Exact(tol));
+// The published variants' two differences no other rule names (docs/page-entrokv.md section 8): the head-weight
+// temperature (tau = 1 against tau = 0.5) and the budget unit (a token budget walked against a page count by
+// top-k, under either page-count rule). Each entry: the rule and what keeps the claimed pages.
+std::vector<std::pair<std::string, std::string>> variant_mistakes(const std::vector<std::span<const float>>& rows, const PageParams& p,
+                                                                  const std::vector<Index>& claimed, double tol, bool over_budget) {
+  std::vector<std::pair<std::string, std::string>> out;
+  if (p.pooling == PagePooling::Entropy && rows.size() > 1)
+    for (Index k : {Index{1}, Index{2}}) {
+      if (k == p.inverse_temperature) continue;
+      PageParams q = p;
+      q.inverse_temperature = k;
+      if (admissible(walk_input(rows, q), claimed, tol).passed())
+        out.emplace_back("temperature", "head weights at tau = " + paging::temperature_text(k) + " (w proportional to c^" + std::to_string(k) +
+                                            ", asked tau = " + paging::temperature_text(p.inverse_temperature) + ")");
+    }
+  const Index T = static_cast<Index>(rows[0].size());
+  auto try_budget = [&](BudgetUnit unit, PageCountRule rule) {
+    PageParams q = p;
+    q.budget_unit = unit;
+    q.page_count_rule = rule;
+    if (unit == p.budget_unit && (unit == BudgetUnit::Tokens || rule == p.page_count_rule)) return;
+    // No token budget may be exceeded, whatever a page count would keep: a token overrun stays `budget`.
+    if (over_budget && p.budget_unit == BudgetUnit::Tokens) return;
+    const WalkInput w = walk_input(rows, q);
+    if (!admissible(w, claimed, tol).passed()) return;
+    out.emplace_back("page-count-budget",
+                     unit == BudgetUnit::Tokens
+                         ? "the token budget B = " + std::to_string(w.budget) + " walked (asked: a page count K = " +
+                               std::to_string(op::page_walk_budget(T, p)) + " by top-k)"
+                         : "a page count K = " + std::to_string(w.budget) + " (" + op::to_string(rule) + " rule) by top-k" +
+                               (p.budget_unit == BudgetUnit::Tokens ? " (asked: the token budget B = " + std::to_string(op::page_walk_budget(T, p)) + ")"
+                                                                    : std::string(" (asked: the other page-count rule)")));
+  };
+  try_budget(BudgetUnit::Pages, PageCountRule::Paper);
+  try_budget(BudgetUnit::Pages, PageCountRule::EntroPrefill);
+  try_budget(BudgetUnit::Tokens, PageCountRule::Paper);
+  return out;
 }
 
 // A walk the specification cannot produce, named after the mistake whose pages it is (if any).
-Verdict name_mistake(const std::vector<std::span<const float>>& rows, const PageParams& p, const std::vector<op::Page>& pages,
-                     const std::vector<Index>& claimed, double tol, Verdict v) {
+// A violation of "budget" can only be explained by a walk with another budget (float-budget, page-count-budget,
+// budget-off-by-one; a token overrun is never page-count-budget); the others by any mistake. Every check walks in
+// the budget unit the params ask (a page count: one unit per page) and honours the temperature and entropy source.
+Verdict name_mistake(const std::vector<std::span<const float>>& rows, const PageParams& p, const std::vector<Index>& claimed, double tol,
+                     Verdict v) {
   const Index T = static_cast<Index>(rows[0].size());
-  const Index budget = op::page_token_budget(T, p.ratio_text);
+  const Index budget = op::page_walk_budget(T, p);  // in the walk's unit: tokens, or a page count
+  const bool tokens = p.budget_unit == BudgetUnit::Tokens;
+  const char* unit = tokens ? " tokens" : " pages";
   std::string rule, explained;
   auto found = [&](const char* r, const std::string& what) {
     if (rule.empty()) rule = r;
@@ -126,10 +169,11 @@ Verdict name_mistake(const std::vector<std::span<const float>>& rows, const Page
     change(q);
     return q;
   };
-  // kvpress-style float budget int(T (1 - rho)) in double, where the exact decimal budget is required.
+  // kvpress-style float budget int(T (1 - rho)) in double, where the exact decimal token budget is required (a
+  // page count is not kvpress's budget: not tried there).
   WalkInput f = walk_input(rows, p);
   f.budget = std::max<Index>(1, static_cast<Index>(static_cast<double>(T) * (1.0 - std::stod(p.ratio_text))));
-  if (f.budget != budget && admissible(f, pages, claimed, tol).passed())
+  if (tokens && f.budget != budget && admissible(f, claimed, tol).passed())
     found("float-budget", "the float budget int(T (1 - rho)) = " + std::to_string(f.budget) + " (exact budget " + std::to_string(budget) + ")");
   if (rows.size() > 1 && claimed == union_of_per_head_selections(rows, p))
     found("per-head-union", "the union of the " + std::to_string(rows.size()) + " heads' own selections (each head walking alone)");
@@ -138,42 +182,49 @@ Verdict name_mistake(const std::vector<std::span<const float>>& rows, const Page
   const bool entropy = p.pooling == PagePooling::Entropy;
   const bool isolated = p.source == PoolSource::SinkIsolated;
   if (admissible(walk_input(rows, with([&](PageParams& q) { q.source = isolated ? PoolSource::Raw : PoolSource::SinkIsolated; })),
-                 pages, claimed, tol).passed())
+                 claimed, tol).passed())
     found("sink-isolation", isolated ? "pooling the raw rows" : "pooling the sink-isolated rows");
-  if (entropy && admissible(walk_with_raw_weights(rows, p), pages, claimed, tol).passed())
-    found("weights-entropy", "entropy weights computed on the raw rows (sinks not isolated before H2)");
+  if (entropy && admissible(walk_with_raw_weights(rows, p), claimed, tol).passed())
+    found("weights-entropy", p.entropy_on == EntropySource::SinkIsolated ? "entropy weights computed on the raw rows (sinks not isolated before H2)"
+                                                                         : "entropy weights computed on the sink-isolated rows (the raw rows asked)");
   if (admissible(walk_input(rows, with([&](PageParams& q) { q.pooling = entropy ? PagePooling::Mean : PagePooling::Entropy; })),
-                 pages, claimed, tol).passed())
+                 claimed, tol).passed())
     found("weights", entropy ? "mean pooling (w = 1/G)" : "entropy pooling");
-  if (rows.size() > 1 && admissible(walk_with_max_over_heads(rows, p), pages, claimed, tol).passed())
+  if (rows.size() > 1 && admissible(walk_with_max_over_heads(rows, p), claimed, tol).passed())
     found("pooling-max", "the max over the group's heads instead of a weighted pool");
   const bool sum = p.page_score == PageScore::Sum;
   if (admissible(walk_input(rows, with([&](PageParams& q) { q.page_score = sum ? PageScore::Max : PageScore::Sum; })),
-                 pages, claimed, tol).passed())
+                 claimed, tol).passed())
     found("page-score", sum ? "max page scores" : "sum page scores");
   const bool skip = p.greedy == GreedyRule::SkipMisfits;
   if (admissible(walk_input(rows, with([&](PageParams& q) { q.greedy = skip ? GreedyRule::StopAtFirstMisfit : GreedyRule::SkipMisfits; })),
-                 pages, claimed, tol).passed())
+                 claimed, tol).passed())
     found("walk", skip ? "stopping at the first misfit" : "skipping misfits");
-  if (rule.empty() && skip) {
-    // Skipping misfits, the walk ends only when no page left out still fits: one that does is an under-fill.
+  for (const auto& [variant_rule, what] : variant_mistakes(rows, p, claimed, tol, v.rule == "budget")) found(variant_rule.c_str(), what);
+  // Under a token budget a page count by top-k leaves out pages that still fit: the under-fill is the fact, the
+  // page count one explanation of it, listed in the message (under-fill is the narrower name).
+  if (skip && (rule.empty() || (tokens && rule == "page-count-budget"))) {
+    // Skipping misfits, the walk ends only when no page left out still fits: one that does is an under-fill (in the
+    // walk's unit: a page count fills up to K pages).
+    const WalkInput w = walk_input(rows, p);
     Index retained = 0;
     std::set<Index> kept(claimed.begin(), claimed.end());
-    for (Index k : claimed) retained += pages[k].size();
-    for (Index k = 0; k < static_cast<Index>(pages.size()); ++k)
-      if (!kept.count(k) && retained + pages[k].size() <= budget)
-        return Verdict::violates("under-fill", v.message + "; page " + std::to_string(k) + " (" + std::to_string(pages[k].size()) +
-                                                   " tokens) still fits: " + std::to_string(retained) + " retained of budget " +
-                                                   std::to_string(budget));
+    for (Index k : claimed) retained += w.costs[k].size();
+    for (Index k = 0; k < static_cast<Index>(w.costs.size()); ++k)
+      if (!kept.count(k) && retained + w.costs[k].size() <= budget)
+        return Verdict::violates("under-fill", v.message + "; page " + std::to_string(k) + " (" + std::to_string(w.costs[k].size()) + unit +
+                                                   ") still fits: " + std::to_string(retained) + " retained of budget " +
+                                                   std::to_string(budget) + unit +
+                                                   (explained.empty() ? std::string() : "; the pages are what " + explained + " keeps"));
   }
-  // A budget one token off, tried last as the most generic explanation (after under-fill: a walk that needs one
-  // token of room too many leaves a page out that still fits).
+  // A budget one off (a token, or a page of a page count), tried last as the most generic explanation (after
+  // under-fill: a walk that needs one token of room too many leaves a page out that still fits).
   if (rule.empty())
     for (Index d : {Index{1}, Index{-1}}) {
       WalkInput b = walk_input(rows, p);
       b.budget = budget + d;
-      if (b.budget >= 1 && admissible(b, pages, claimed, tol).passed())
-        found("budget-off-by-one", "a budget off by one: " + std::to_string(b.budget) + " tokens (the budget is " + std::to_string(budget) + ")");
+      if (b.budget >= (tokens ? 1 : 0) && admissible(b, claimed, tol).passed())
+        found("budget-off-by-one", "a budget off by one: " + std::to_string(b.budget) + unit + " (the budget is " + std::to_string(budget) + unit + ")");
     }
   if (rule.empty()) return v;
   return Verdict::violates(rule, v.message + "; the pages are what " + explained + " keeps");
@@ -183,8 +234,8 @@ Verdict name_mistake(const std::vector<std::span<const float>>& rows, const Page
 Verdict admissible_against(const op::GroupResult& ref, Index tokens, const PageParams& params, const std::vector<Index>& claimed,
                            double rel_tolerance) {
   if (claimed == ref.kept_pages) return Verdict::conforms();
-  return op::check_pages_admissible(ref.page_scores, op::page_layout(tokens, params.page_size), ref.reserved,
-                                    op::page_token_budget(tokens, params.ratio_text), params.greedy, claimed, op::Exact(rel_tolerance));
+  return op::check_pages_admissible(ref.page_scores, op::walk_costs(op::page_layout(tokens, params.page_size), params.budget_unit),
+                                    ref.reserved, ref.budget, params.greedy, claimed, op::Exact(rel_tolerance));
 }
 
 }  // namespace
@@ -200,8 +251,9 @@ PageCheck check_page_claim(const ScoreTensor& attn, Index layer, const PageParam
                            const paging::PrecisionModel& precision) {
   require_valid(attn, layer, p);
   PageCheck out;
-  out.budget = op::page_token_budget(attn.tokens, p.ratio_text);  // throws std::invalid_argument for a bad ratio
-  out.rel_tolerance = paging::rel_tolerance(precision, attn.tokens, p.group_size, p.page_size);
+  out.budget = op::page_walk_budget(attn.tokens, p);  // throws std::invalid_argument for a bad ratio
+  out.budget_unit = p.budget_unit;
+  out.rel_tolerance = paging::rel_tolerance(precision, attn.tokens, p.group_size, p.page_size, p.inverse_temperature);
   const std::vector<op::Page> pages = op::page_layout(attn.tokens, p.page_size);
   const Index groups = attn.heads / p.group_size, n = static_cast<Index>(pages.size());
   // The oracle's result per group, computed once: the canonical answer every front end reports, and stage 3's scores.
@@ -242,7 +294,7 @@ PageCheck check_page_claim(const ScoreTensor& attn, Index layer, const PageParam
       for (Index k : claim.kept_pages[g]) ledger.kept[static_cast<std::size_t>(g * n + k)] = 1;
     std::vector<Positions> sets = *claim.kept_tokens;
     for (auto& s : sets) std::sort(s.begin(), s.end());  // the order of a token set is not a rule; duplicates are
-    Verdict v = op::check_page_accounting(ledger, sets, attn.tokens, p.page_size, out.budget);
+    Verdict v = op::check_page_accounting(ledger, sets, attn.tokens, p.page_size, op::page_token_capacity(attn.tokens, p));
     if (!v.passed()) {
       out.verdict = v;
       return out;
@@ -254,12 +306,25 @@ PageCheck check_page_claim(const ScoreTensor& attn, Index layer, const PageParam
     if (v.passed()) continue;
     const auto rows = group_rows(attn, layer, g, p.group_size);
     v.message = "group " + std::to_string(g) + ": " + v.message + " (kept " + list_text(claim.kept_pages[g]) + ")";
-    if (v.rule == "tie-order" || v.rule == "score-order" || v.rule == "reserved" || v.rule == "budget") v = name_mistake(rows, p, pages, claim.kept_pages[g], out.rel_tolerance, v);
+    if (v.rule == "tie-order" || v.rule == "score-order" || v.rule == "reserved" || v.rule == "budget")
+      v = name_mistake(rows, p, claim.kept_pages[g], out.rel_tolerance, v);
     out.verdict = v;
     return out;
   }
   out.verdict = Verdict::conforms();
   return out;
+}
+
+nlohmann::json page_knobs_json(const PageParams& p) {
+  return {{"pooling", op::to_string(p.pooling)},
+          {"temperature", paging::temperature_text(p.inverse_temperature)},
+          {"entropy_on", op::to_string(p.entropy_on)},
+          {"source", op::to_string(p.source)},
+          {"page_score", op::to_string(p.page_score)},
+          {"sink_pages", op::to_string(p.sink_pages)},
+          {"budget_unit", op::to_string(p.budget_unit)},
+          {"page_count_rule", op::to_string(p.page_count_rule)},
+          {"greedy", op::to_string(p.greedy)}};
 }
 
 std::vector<std::vector<Index>> canonical_page_selection(const ScoreTensor& attn, Index layer, const PageParams& p) {
@@ -273,14 +338,15 @@ std::vector<std::vector<Index>> canonical_page_selection(const ScoreTensor& attn
 SelectorComparison compare_selector_with_oracle(const ScoreTensor& attn, const paging::PageParams& params, Index max_layers) {
   SelectorComparison out;
   const paging::PageSelection fast = paging::select_pages(attn, params);
-  const Index budget = op::page_token_budget(attn.tokens, params.ratio_text);
+  const Index budget = op::page_walk_budget(attn.tokens, params);
   if (budget != fast.budget) {
     out.verdict = Verdict::violates("budget", "optimized budget " + std::to_string(fast.budget) + " != exact " + std::to_string(budget));
     return out;
   }
   const std::vector<op::Page> pages = op::page_layout(attn.tokens, params.page_size);
   // The optimized selector computes in double: ties within the float64 bound may go either way.
-  const double tol = paging::page_score_rel_bound(paging::ScorePrecision::Float64, attn.tokens, params.group_size, params.page_size);
+  const double tol = paging::page_score_rel_bound(paging::ScorePrecision::Float64, attn.tokens, params.group_size, params.page_size,
+                                                 params.inverse_temperature);
   const Index layers = max_layers < 0 ? attn.layers : std::min(max_layers, attn.layers);
   for (Index l = 0; l < layers; ++l) {
     for (Index g = 0; g < fast.groups; ++g) {
@@ -311,7 +377,7 @@ SelectorComparison compare_selector_with_oracle(const ScoreTensor& attn, const p
   std::vector<Positions> sets;
   for (Index l = 0; l < fast.layers; ++l)
     for (Index g = 0; g < fast.groups; ++g) sets.push_back(fast.kept_tokens(l, g));
-  Verdict acc = op::check_page_accounting(ledger_of(fast), sets, attn.tokens, params.page_size, budget);
+  Verdict acc = op::check_page_accounting(ledger_of(fast), sets, attn.tokens, params.page_size, op::page_token_capacity(attn.tokens, params));
   out.verdict = acc.passed() ? Verdict::conforms() : acc;
   return out;
 }

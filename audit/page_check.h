@@ -5,6 +5,8 @@
 #pragma once
 
 #include <optional>
+
+#include <nlohmann/json.hpp>
 #include <span>
 #include <vector>
 
@@ -22,7 +24,8 @@ struct PageClaim {
 
 struct PageCheck {
   Verdict verdict;
-  Index budget = 0;            // the exact token budget max(1, floor((1 - rho) T))
+  Index budget = 0;            // the walk's budget: max(1, floor((1 - rho) T)) tokens, or the page count K
+  BudgetUnit budget_unit = BudgetUnit::Tokens;
   double rel_tolerance = 0.0;  // the precision model's tolerance on this (T, G, P)
   std::vector<std::vector<Index>> canonical;  // the oracle's canonical kept pages per KV group (score desc, index asc)
 };
@@ -32,16 +35,24 @@ struct PageCheck {
 // ("token-set", "pages-agree", "tokens-agree", "whole-pages", "budget"); then per group the oracle's
 // admissibility ("budget", "reserved", "tie-order": the claim leaves every walk at pages tied within
 // |a - b| <= tol (a + b) whose order matters there, their scores in the message; "score-order": the decreasing
-// score order alone decides against it). A violation of "budget", "reserved", "tie-order" or "score-order" is
-// named after the known mistake whose pages it is, when one is: "float-budget" (kvpress's float budget),
-// "per-head-union" (the union of the heads' own selections), "weights" (the other pooling), "pooling-max" (max
-// over the group's heads), "weights-entropy" (entropy weights on the raw rows), "sink-isolation" (the other pooled
-// source), "page-score" (the other page score), "walk" (the other greedy rule), "under-fill" (a page that still
-// fits was left out, skip-misfits), "budget-off-by-one" (a budget one token off); the message lists every mistake
-// that fits. Throws std::invalid_argument when G does not divide q_heads, P < 1, sinks < 0, a value of the layer is
-// negative or not finite, or the ratio is not a plain decimal in [0, 1).
+// score order alone decides against it), walked in the params' budget unit (a page count: each page costs one).
+// A violation of "budget", "reserved", "tie-order" or "score-order" is named after the known mistake whose pages it
+// is, when one is, the narrowest first: "float-budget" (kvpress's float token budget), "per-head-union" (the union
+// of the heads' own selections), "sink-isolation" (the other pooled source), "weights-entropy" (entropy weights on
+// the other rows: raw where sink-isolated are asked, or the reverse), "weights" (the other pooling), "pooling-max"
+// (max over the group's heads), "page-score" (the other page score), "walk" (the other greedy rule),
+// "temperature" (the other published head-weight temperature, tau = 1 or 0.5), "page-count-budget" (a page count
+// by top-k where tokens are walked, the other page-count rule, or the token walk where a page count is asked; an
+// overrun of a token budget is never page-count-budget), "under-fill" (a page that still fits was left out, skip-misfits),
+// "budget-off-by-one" (a budget one token, or one page of a page count, off); the message lists every mistake
+// that fits. Throws std::invalid_argument when G does not divide q_heads, P < 1, sinks < 0, a value of the layer
+// is negative or not finite, or the ratio is not a plain decimal in [0, 1).
 PageCheck check_page_claim(const ScoreTensor& attn, Index layer, const PageParams& params, const PageClaim& claim,
                            const paging::PrecisionModel& precision);
+
+// Every choice knob of `p` by its option name, as text ("budget_unit": "pages", "temperature": "0.5", ...): what
+// page-select, check-pages and conform reports print.
+nlohmann::json page_knobs_json(const PageParams& p);
 
 // The oracle's canonical kept pages (score desc, page index asc) per KV group of `layer`.
 std::vector<std::vector<Index>> canonical_page_selection(const ScoreTensor& attn, Index layer, const PageParams& params);

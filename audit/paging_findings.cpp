@@ -12,6 +12,7 @@
 #include <string>
 
 #include "audit/page_check.h"
+#include "core/paging/page_options.h"
 #include "core/paging/page_score_bound.h"
 #include "core/error.h"
 #include "oracle/needle_retention.h"
@@ -219,21 +220,24 @@ Section paging_section(const AuditContext& ctx) {
         }
       }
 
-      // 2. Optimized selector vs the exact oracle (the oracle is slow: one layer in quick mode).
+      // 2. Optimized selector vs the exact oracle (the oracle is slow: one layer in quick mode): kvaudit's entropy and
+      // mean pooling, and the published variants' presets (docs/page-entrokv.md section 8).
       {
-        paging::PageParams pp;
-        pp.group_size = G;
-        pp.ratio_text = "0.8";
-        for (auto pooling : {PagePooling::Entropy, PagePooling::Mean}) {
-          pp.pooling = pooling;
+        for (const char* name : {"entropy", "mean", "released", "entro-prefill"}) {
+          paging::PageOptions o;
+          o.group_size = G;
+          o.ratio = "0.8";
+          const bool preset = std::string(name) != "entropy" && std::string(name) != "mean";
+          (preset ? o.preset : o.pooling) = name;
+          const paging::PageParams pp = paging::parse_page_options(o);
           const SelectorComparison c = compare_selector_with_oracle(attn, pp, oracle_layers);
-          const std::string name = pooling == PagePooling::Entropy ? "entropy" : "mean";
           sel_rows.push_back({d.name, name, c.groups, c.canonical, c.tie_admissible, to_string(c.verdict.kind)});
           if (!c.verdict.passed())
-            findings.push_back({{"id", "page-selector-" + name + "-" + d.name}, {"rule", c.verdict.rule}, {"verdict", to_string(VerdictKind::Violates)},
-                                {"message", c.verdict.message},
+            findings.push_back({{"id", "page-selector-" + std::string(name) + "-" + d.name}, {"rule", c.verdict.rule},
+                                {"verdict", to_string(VerdictKind::Violates)}, {"message", c.verdict.message},
                                 {"reproduce", "kvaudit page-select --data " + d.dir + " --prompt " + d.name + " --layer " + std::to_string(c.layer) +
-                                                  " --group-size " + std::to_string(G) + " --page-size 16 --compression-ratio 0.8 --pooling " + name},
+                                                  " --group-size " + std::to_string(G) + " --page-size 16 --compression-ratio 0.8 " +
+                                                  (preset ? "--preset " : "--pooling ") + name},
                                 {"counterexample", json::object()}});
         }
       }
@@ -342,7 +346,7 @@ Section paging_section(const AuditContext& ctx) {
                              {"columns", {"budget", "groups", "token max", "token max (exact)", "token mean", "token max at", "page max (P=16)", "page mean (P=16)"}},
                              {"rows", uo_rows}});
     sec["tables"].push_back({{"title", "Optimized selector vs exact oracle (20 % budget, P = 16)"},
-                             {"columns", {"prompt", "pooling", "groups", "canonical", "tie-admissible", "verdict"}},
+                             {"columns", {"prompt", "pooling or preset", "groups", "canonical", "tie-admissible", "verdict"}},
                              {"rows", sel_rows}});
     sec["tables"].push_back({{"title", "Sink masquerade: top-weighted head is a sink head (>= 50 % of its mass on the first 4 positions)"},
                              {"columns", {"prompt", "groups", "sink heads", "without isolation", "with isolation", "sink weight without", "sink weight with"}},

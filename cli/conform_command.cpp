@@ -33,7 +33,31 @@ struct Args {
   kvaudit::Index max_size = 0;
   std::string claim = "heuristic";
   std::string precision = "float32";
+  std::string preset;
+  std::vector<std::string> page_knobs;  // KEY=VALUE, KEY a request field
 };
+
+// --preset and --page-knob KEY=VALUE (KEY one of the request's choice fields) as PageOptions, checked once here.
+std::optional<kvaudit::paging::PageOptions> page_choices(const Args& a) {
+  if (a.preset.empty() && a.page_knobs.empty()) return std::nullopt;
+  kvaudit::paging::PageOptions o;
+  o.preset = a.preset;
+  for (const std::string& kv : a.page_knobs) {
+    const auto eq = kv.find('=');
+    const std::string key = kv.substr(0, eq), value = eq == std::string::npos ? "" : kv.substr(eq + 1);
+    std::string* field = key == "pooling" ? &o.pooling : key == "page_score" ? &o.page_score : key == "source" ? &o.source
+                         : key == "sink_pages" ? &o.sink_pages : key == "greedy" ? &o.greedy : key == "temperature" ? &o.temperature
+                         : key == "entropy_on" ? &o.entropy_on : key == "budget_unit" ? &o.budget_unit
+                         : key == "page_count_rule" ? &o.page_count_rule : nullptr;
+    if (field == nullptr || value.empty())
+      throw kvaudit::InputError("--page-knob", "page_knob",
+                                "expected KEY=VALUE with KEY one of pooling, temperature, entropy_on, source, page_score, sink_pages, "
+                                "budget_unit, page_count_rule, greedy; got '" + kv + "'");
+    *field = value;
+  }
+  kvaudit::paging::apply_page_choices(o, kvaudit::PageParams{}, "--page-knob");  // throws on a bad value
+  return o;
+}
 
 std::vector<std::string> read_lines(const std::string& path) {
   std::ifstream in(path);
@@ -90,6 +114,11 @@ const bool registered = kvaudit::cli::register_command([](CLI::App& root) {
                   "page-entrokv: what the implementation computes page scores in: float32 | float64 | exact | a relative "
                   "tolerance (docs/page-entrokv.md)")
       ->capture_default_str();
+  cmd->add_option("--preset", args->preset,
+                  "page-entrokv: kvaudit | released | paper | entro-prefill, sent on every generated and dump case");
+  cmd->add_option("--page-knob", args->page_knobs,
+                  "page-entrokv: KEY=VALUE (a request field: temperature=0.5, budget_unit=pages, ...) fixed on every "
+                  "generated and dump case, over --preset; repeatable");
   cmd->add_option("--seed", args->seed, "Seed of the case generator");
   cmd->add_option("--dumps", args->dumps, "Also run every scores.snapkv row of the dumps in DIR");
   cmd->add_option("--timeout-ms", args->timeout_ms, "Per-request timeout in milliseconds");
@@ -114,6 +143,9 @@ const bool registered = kvaudit::cli::register_command([](CLI::App& root) {
     o.max_size = args->max_size;
     o.claim = args->claim == "exact" ? kvaudit::conform::PartitionClaim::Exact : kvaudit::conform::PartitionClaim::Heuristic;
     o.precision = kvaudit::paging::parse_precision(args->precision, "--precision");
+    o.page_choices = page_choices(*args);
+    if (o.page_choices && o.method != kvaudit::conform::ConformMethod::PageEntroKV)
+      throw kvaudit::InputError("--preset", "preset", "--preset and --page-knob apply to --method page-entrokv only");
     if (!args->replay.empty()) o.replay = read_lines(args->replay);
     if (args->replay_strict && args->replay.empty()) throw kvaudit::InputError("--replay-strict", "flag", "needs --replay FILE");
     o.replay_strict = args->replay_strict;

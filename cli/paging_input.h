@@ -29,11 +29,16 @@ inline void add_page_options(CLI::App* cmd, paging::PageOptions& o) {
   cmd->add_option("--page-size", o.page_size, "P: tokens per page")->capture_default_str();
   cmd->add_option("--compression-ratio", o.ratio, "rho, the fraction removed, as a decimal")->required();
   cmd->add_option("--sinks", o.sinks, "n_sink: leading positions isolated from the entropy weights")->capture_default_str();
-  cmd->add_option("--pooling", o.pooling, "entropy | mean")->capture_default_str();
-  cmd->add_option("--page-score", o.page_score, "sum | max")->capture_default_str();
-  cmd->add_option("--source", o.source, "what is pooled: sink-isolated | raw")->capture_default_str();
-  cmd->add_option("--sink-pages", o.sink_pages, "reserved | scored")->capture_default_str();
-  cmd->add_option("--greedy", o.greedy, "skip-misfits | stop-at-first-misfit")->capture_default_str();
+  cmd->add_option("--preset", o.preset, "kvaudit (default) | released | paper | entro-prefill: every choice below at once; a flag given overrides it");
+  cmd->add_option("--pooling", o.pooling, "entropy | mean (default: the preset's)");
+  cmd->add_option("--temperature", o.temperature, "tau of the head weights w ~ exp(-H2/tau) = c^(1/tau); 1/tau an integer (1, 0.5, ...)");
+  cmd->add_option("--entropy-on", o.entropy_on, "what H2 is computed on: sink-isolated | raw");
+  cmd->add_option("--page-score", o.page_score, "sum | max");
+  cmd->add_option("--source", o.source, "what is pooled: sink-isolated | raw");
+  cmd->add_option("--sink-pages", o.sink_pages, "reserved | scored");
+  cmd->add_option("--budget-unit", o.budget_unit, "tokens (walked) | pages (a page count, top-k)");
+  cmd->add_option("--page-count-rule", o.page_count_rule, "with --budget-unit pages: paper floor((1-rho)T/P) | entro-prefill max(1, floor((1-rho)ceil(T/P)))");
+  cmd->add_option("--greedy", o.greedy, "skip-misfits | stop-at-first-misfit");
 }
 
 inline void add_attn_options(CLI::App* cmd, AttnSource& s) {

@@ -62,4 +62,9 @@ Index exact_budget(Index tokens, const CompressionRatio& rho) {
   return kept < 1 ? 1 : static_cast<Index>(kept);
 }
 
+Index exact_floor_kept(Index n, const CompressionRatio& rho) {
+  Decimal d = parse_decimal(rho.text, "compression_ratio");
+  return static_cast<Index>((d.denominator - d.numerator) * n / d.denominator);
+}
+
 }  // namespace kvaudit

@@ -16,5 +16,7 @@ Index kvpress_float_budget(Index tokens, double rho);
 // The exact budget max(1, floor((1 - rho) T)) from the decimal text, in integer arithmetic.
 // Arbitrary-precision: any number of decimal digits (text up to 4096 characters).
 Index exact_budget(Index tokens, const CompressionRatio& rho);
+// floor((1 - rho) n) exactly, without the max(1, .) of exact_budget (0 when (1 - rho) n < 1).
+Index exact_floor_kept(Index n, const CompressionRatio& rho);
 
 }  // namespace kvaudit

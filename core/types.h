@@ -88,6 +88,16 @@ enum class SinkPages {
   Reserved,  // pages holding a sink position are kept before any scored page, while they fit
   Scored,    // they compete like any page (with PoolSource::SinkIsolated the sink positions then score 0)
 };
+// What the collision probabilities c_h behind the entropy weights are computed on: p~_h (the paper and the
+// released PageEntro-KV code) or the raw p_h, c_h = sum_t p_h(t)^2 (Entro-Prefill's GroupPooler).
+enum class EntropySource { SinkIsolated, Raw };
+// The budget's unit: tokens, spent by the walk below (kvaudit's default), or a count K of pages, the top K pages
+// by score (the authors' code: torch.topk over page scores; the partial last page costs one page like any other).
+enum class BudgetUnit { Tokens, Pages };
+// The compression ratio -> page count rule of BudgetUnit::Pages, rho read exactly from its decimal text:
+// Paper: K = floor((1 - rho) T / P) (the paper's K_l = floor(B_l / (H_KV P)) with B_l = H_KV (1 - rho) T; K may be 0);
+// EntroPrefill: K = max(1, floor((1 - rho) ceil(T / P))) (Entro-Prefill's run_niah.py, for one group).
+enum class PageCountRule { Paper, EntroPrefill };
 // The greedy walk over pages in (score desc, page index asc) order.
 enum class GreedyRule {
   SkipMisfits,        // a page that does not fit is skipped and the walk goes on
@@ -104,6 +114,12 @@ struct PageParams {
   PageScore page_score = PageScore::Sum;
   SinkPages sink_pages = SinkPages::Reserved;
   GreedyRule greedy = GreedyRule::SkipMisfits;
+  // 1/tau of the head-weight temperature: entropy weights w_h proportional to exp(-H2_h / tau) = c_h^(1/tau).
+  // 1 (tau = 1) is kvaudit's default and Entro-Prefill's; 2 (tau = 0.5) the paper's and PageEntro-KV's.
+  Index inverse_temperature = 1;
+  EntropySource entropy_on = EntropySource::SinkIsolated;
+  BudgetUnit budget_unit = BudgetUnit::Tokens;
+  PageCountRule page_count_rule = PageCountRule::Paper;  // read only when budget_unit == Pages
 };
 
 }  // namespace kvaudit

@@ -1,6 +1,7 @@
 // Reference Page-EntroKV: each function transcribes one definition of docs/specification.md section 5 in exact rationals.
 #include "oracle/page_entrokv.h"
 
+#include "oracle/chunk_internal.h"
 #include "oracle/chunk_selection.h"
 
 #include <algorithm>
@@ -17,9 +18,33 @@ const char* to_string(PoolSource p) { return p == PoolSource::SinkIsolated ? "si
 const char* to_string(PageScore p) { return p == PageScore::Sum ? "sum" : "max"; }
 const char* to_string(SinkPages p) { return p == SinkPages::Reserved ? "reserved" : "scored"; }
 const char* to_string(GreedyRule p) { return p == GreedyRule::SkipMisfits ? "skip-misfits" : "stop-at-first-misfit"; }
+const char* to_string(EntropySource p) { return p == EntropySource::SinkIsolated ? "sink-isolated" : "raw"; }
+const char* to_string(BudgetUnit p) { return p == BudgetUnit::Tokens ? "tokens" : "pages"; }
+const char* to_string(PageCountRule p) { return p == PageCountRule::Paper ? "paper" : "entro-prefill"; }
 
 // The page walk spends the same exact budget max(1, floor((1 - rho) T)) as every other method.
 Index page_token_budget(Index tokens, const std::string& rho_text) { return exact_token_budget(tokens, rho_text); }
+
+Index page_count_budget(Index tokens, Index page_size, const std::string& rho_text, PageCountRule rule) {
+  if (tokens < 1 || page_size < 1) throw std::invalid_argument("page count: T and P must be >= 1");
+  const detail::Rational kept = detail::Rational(1) - detail::parse_rho(rho_text);
+  auto floor_of = [](const detail::Rational& x) {
+    return (boost::multiprecision::numerator(x) / boost::multiprecision::denominator(x)).convert_to<Index>();
+  };
+  if (rule == PageCountRule::Paper) return floor_of(kept * tokens / page_size);
+  const Index n_pages = (tokens + page_size - 1) / page_size;
+  return std::max<Index>(1, floor_of(kept * n_pages));
+}
+
+Index page_walk_budget(Index tokens, const PageParams& params) {
+  return params.budget_unit == BudgetUnit::Tokens ? page_token_budget(tokens, params.ratio_text)
+                                                  : page_count_budget(tokens, params.page_size, params.ratio_text, params.page_count_rule);
+}
+
+Index page_token_capacity(Index tokens, const PageParams& params) {
+  if (params.budget_unit == BudgetUnit::Tokens) return page_token_budget(tokens, params.ratio_text);
+  return std::min(tokens, page_walk_budget(tokens, params) * params.page_size);
+}
 
 std::optional<std::vector<Exact>> sink_isolate(std::span<const float> p, Index n_sink) {
   if (n_sink < 0) throw std::invalid_argument("sink_isolate: n_sink must be >= 0");
@@ -49,14 +74,20 @@ double renyi2_entropy(const Exact& collision) {
   return collision > 0 ? -std::log(collision.convert_to<double>()) : INFINITY;
 }
 
-std::vector<Exact> group_weights(const std::vector<std::optional<std::vector<Exact>>>& isolated, Pooling pooling) {
-  const std::size_t G = isolated.size();
+std::vector<Exact> group_weights(const std::vector<std::optional<std::vector<Exact>>>& entropy_rows, Pooling pooling,
+                                 Index inverse_temperature) {
+  if (inverse_temperature < 1) throw std::invalid_argument("group_weights: 1/tau must be >= 1");
+  const std::size_t G = entropy_rows.size();
   std::vector<Exact> w(G, Exact(1, static_cast<long>(G)));
   if (pooling == Pooling::Mean) return w;
   std::vector<Exact> c(G, Exact(0));
   Exact total = 0;
   for (std::size_t h = 0; h < G; ++h) {
-    if (isolated[h]) c[h] = collision_probability(*isolated[h]);
+    if (entropy_rows[h]) {
+      const Exact collision = collision_probability(*entropy_rows[h]);
+      c[h] = 1;
+      for (Index j = 0; j < inverse_temperature; ++j) c[h] *= collision;  // exp(-H2 / tau) = c^(1/tau)
+    }
     total += c[h];
   }
   if (total == 0) return w;  // no head has a non-sink distribution: nothing to prefer
@@ -89,6 +120,13 @@ std::vector<Exact> page_scores(const std::vector<Exact>& token_scores, const std
     out.push_back(v);
   }
   return out;
+}
+
+std::vector<Page> walk_costs(const std::vector<Page>& pages, BudgetUnit unit) {
+  if (unit == BudgetUnit::Tokens) return pages;
+  std::vector<Page> units;
+  for (Index k = 0; k < static_cast<Index>(pages.size()); ++k) units.push_back({k, k + 1});
+  return units;
 }
 
 std::vector<bool> reserved_pages(const std::vector<Page>& pages, Index n_sink, SinkPages policy) {
@@ -134,7 +172,13 @@ GroupResult page_entrokv_group(const std::vector<std::span<const float>>& rows, 
   const Index T = rows.empty() ? 0 : static_cast<Index>(rows[0].size());
   std::vector<std::optional<std::vector<Exact>>> isolated;
   for (const auto& row : rows) isolated.push_back(sink_isolate(row, params.n_sink));
-  r.weights = group_weights(isolated, params.pooling);
+  if (params.entropy_on == EntropySource::SinkIsolated) {
+    r.weights = group_weights(isolated, params.pooling, params.inverse_temperature);
+  } else {
+    std::vector<std::optional<std::vector<Exact>>> raw;
+    for (const auto& row : rows) raw.push_back(exact_row(row));
+    r.weights = group_weights(raw, params.pooling, params.inverse_temperature);
+  }
   std::vector<std::vector<Exact>> sources;
   for (std::size_t h = 0; h < rows.size(); ++h) {
     if (params.source == PoolSource::Raw) sources.push_back(exact_row(rows[h]));
@@ -144,8 +188,8 @@ GroupResult page_entrokv_group(const std::vector<std::span<const float>>& rows, 
   const std::vector<Page> pages = page_layout(T, params.page_size);
   r.page_scores = page_scores(r.token_scores, pages, params.page_score);
   r.reserved = reserved_pages(pages, params.n_sink, params.sink_pages);
-  const Index budget = page_token_budget(T, params.ratio_text);
-  r.kept_pages = select_pages(r.page_scores, pages, r.reserved, budget, params.greedy);
+  r.budget = page_walk_budget(T, params);
+  r.kept_pages = select_pages(r.page_scores, walk_costs(pages, params.budget_unit), r.reserved, r.budget, params.greedy);
   for (Index k : r.kept_pages)
     for (Index t = pages[k].begin; t < pages[k].end; ++t) r.kept_tokens.push_back(t);
   return r;
@@ -164,7 +208,7 @@ PagedSelection page_entrokv(const ScoreTensor& attn, const PageParams& params) {
   PagedSelection out;
   out.tokens = attn.tokens;
   out.page_size = params.page_size;
-  out.budget = page_token_budget(attn.tokens, params.ratio_text);
+  out.budget = page_token_capacity(attn.tokens, params);
   const Index groups = attn.heads / params.group_size;
   out.ledger = {attn.layers, groups, static_cast<Index>(pages.size()),
                 std::vector<std::uint8_t>(static_cast<std::size_t>(attn.layers * groups) * pages.size(), 0)};

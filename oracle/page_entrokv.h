@@ -25,6 +25,16 @@ using Exact = boost::multiprecision::mpq_rational;
 // Throws std::invalid_argument for text that is not a plain decimal in [0, 1).
 Index page_token_budget(Index tokens, const std::string& rho_text);
 
+// The page count K of BudgetUnit::Pages: Paper floor((1 - rho) T / P) (may be 0), EntroPrefill
+// max(1, floor((1 - rho) ceil(T / P))), exact rationals.
+Index page_count_budget(Index tokens, Index page_size, const std::string& rho_text, PageCountRule rule);
+
+// The walk's budget in params.budget_unit: page_token_budget (tokens) or page_count_budget (pages).
+Index page_walk_budget(Index tokens, const PageParams& params);
+
+// The most tokens a selection may retain: the token budget, or min(T, K P) for a page count.
+Index page_token_capacity(Index tokens, const PageParams& params);
+
 // ---- Heads ---------------------------------------------------------------------------------------------
 // p~(t) = p(t) / sum_{u >= n_sink} p(u) for t >= n_sink, and 0 on the sinks. nullopt when the non-sink mass
 // is zero (no position beyond the sinks, or all of it 0): p~ does not exist.
@@ -39,10 +49,12 @@ Exact collision_probability(const std::vector<Exact>& q);
 // H2(q) = -log sum_t q(t)^2, for reporting only (the selection never needs the log: w ∝ exp(-H2)).
 double renyi2_entropy(const Exact& collision);
 
-// Weights of the G heads of one group. Entropy: w_h = c_h / sum_g c_g with c_h the collision probability
-// of p~_h, and c_h = 0 for a head without p~ (it says nothing about non-sink positions); if every head of
-// the group lacks p~ the weights fall back to 1/G. Mean: w_h = 1/G.
-std::vector<Exact> group_weights(const std::vector<std::optional<std::vector<Exact>>>& isolated, Pooling pooling);
+// Weights of the G heads of one group. Entropy: w_h = c_h^k / sum_g c_g^k, k = 1/tau (exp(-H2/tau) = c^(1/tau)),
+// with c_h the collision probability of the head's entropy row (p~_h, or the raw p_h under EntropySource::Raw)
+// and c_h = 0 for a head without p~ (it says nothing about non-sink positions); if every c is 0 the weights
+// fall back to 1/G. Mean: w_h = 1/G.
+std::vector<Exact> group_weights(const std::vector<std::optional<std::vector<Exact>>>& entropy_rows, Pooling pooling,
+                                 Index inverse_temperature = 1);
 
 // s(t) = sum_h w_h d_h(t), d_h = p~_h (0 where p~_h does not exist) or the raw p_h.
 std::vector<Exact> pooled_scores(const std::vector<std::vector<Exact>>& sources, const std::vector<Exact>& weights);
@@ -60,6 +72,9 @@ std::vector<Page> page_layout(Index tokens, Index page_size);
 // Sum or max of the scores over each page's positions.
 std::vector<Exact> page_scores(const std::vector<Exact>& token_scores, const std::vector<Page>& pages, PageScore kind);
 
+// What each page costs the walk: the pages themselves (tokens), or one unit per page ([k, k + 1): pages).
+std::vector<Page> walk_costs(const std::vector<Page>& pages, BudgetUnit unit);
+
 // Pages holding a sink position (begin < n_sink) when SinkPages::Reserved; none when Scored.
 std::vector<bool> reserved_pages(const std::vector<Page>& pages, Index n_sink, SinkPages policy);
 
@@ -75,6 +90,7 @@ struct GroupResult {
   std::vector<Exact> token_scores;   // s(t)
   std::vector<Exact> page_scores;    // per page
   std::vector<bool> reserved;        // per page
+  Index budget = 0;                  // the walk's budget in params.budget_unit
   std::vector<Index> kept_pages;     // increasing
   Positions kept_tokens;             // the union of the kept pages' positions, increasing
 };
@@ -92,7 +108,7 @@ struct PageLedger {
 };
 
 struct PagedSelection {
-  Index tokens = 0, page_size = 0, budget = 0;
+  Index tokens = 0, page_size = 0, budget = 0;  // budget: page_token_capacity
   PageLedger ledger;
   std::vector<Positions> kept_tokens;  // per (layer, group), row-major: the selected token sets
   std::vector<GroupResult> groups;     // per (layer, group), row-major
@@ -114,6 +130,8 @@ Verdict check_page_accounting(const PageLedger& ledger, const std::vector<Positi
 // Pages whose exact scores a, b satisfy |a - b| <= rel_tol * (a + b) are tied (rel_tol = 0: exact ties
 // only); tie classes are the connected runs of the sorted scores. `claimed` (increasing page indices) is
 // admissible iff the walk of select_pages produces it for some order of the pages inside each tie class.
+// `pages` are what each page costs the walk and `budget` is in that unit (walk_costs: the pages themselves for a
+// token budget, one unit per page for a page count, where every page is full and the walk keeps the top K).
 // Rules: "shape", "budget", "reserved", then where the claim leaves every walk (the class at which the order
 // that follows it furthest keeps something else): "tie-order" only when that class holds tied pages whose order
 // changes what the walk keeps there (the message prints their exact scores), else "score-order" (the decreasing

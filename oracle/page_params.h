@@ -7,7 +7,10 @@
 namespace kvaudit::oracle::paging {
 
 using Pooling = kvaudit::PagePooling;
+using kvaudit::BudgetUnit;
+using kvaudit::EntropySource;
 using kvaudit::GreedyRule;
+using kvaudit::PageCountRule;
 using kvaudit::PageParams;
 using kvaudit::PageScore;
 using kvaudit::PoolSource;
@@ -18,5 +21,8 @@ const char* to_string(PoolSource p);
 const char* to_string(PageScore p);
 const char* to_string(SinkPages p);
 const char* to_string(GreedyRule p);
+const char* to_string(EntropySource p);
+const char* to_string(BudgetUnit p);
+const char* to_string(PageCountRule p);
 
 }  // namespace kvaudit::oracle::paging

@@ -1,9 +1,11 @@
 // Check of proofs/14_page_score_error_bound.md: page scores computed in float32 and float64, in the two orders
-// implementations use, stay within gamma_n of the exact oracle's scores, n = 7T + 2G + P + 16; a planted bound
-// without the T term is exceeded, so the check has teeth.
+// implementations use, stay within gamma_n of the exact oracle's scores, n = (6k + 1)T + 2G + P + 14 + 2k with
+// k = 1/tau (n = 7T + 2G + P + 16 at tau = 1), weights from sink-isolated or raw entropy; a planted bound without the
+// T term is exceeded, so the check has teeth.
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <random>
 #include <span>
@@ -29,8 +31,13 @@ std::vector<F> page_scores(const std::vector<std::vector<float>>& rows, const Pa
   const Index G = static_cast<Index>(rows.size()), T = static_cast<Index>(rows[0].size());
   const Index sink = std::min(p.n_sink, T);
   std::vector<F> z(G, F(0)), c(G, F(0));
+  const bool raw_entropy = p.entropy_on == kvaudit::EntropySource::Raw;
   for (Index h = 0; h < G; ++h) {
     for (Index t = sink; t < T; ++t) z[h] += F(rows[h][t]);
+    if (raw_entropy) {  // c = sum p^2 over the raw row
+      for (Index t = 0; t < T; ++t) c[h] += F(rows[h][t]) * F(rows[h][t]);
+      continue;
+    }
     if (z[h] == F(0)) continue;
     if (order == Order::A) {
       F q = 0;
@@ -42,6 +49,10 @@ std::vector<F> page_scores(const std::vector<std::vector<float>>& rows, const Pa
         c[h] += pt * pt;
       }
     }
+  }
+  for (F& x : c) {  // c^k by k - 1 products
+    const F base = x;
+    for (Index j = 1; j < p.inverse_temperature; ++j) x *= base;
   }
   F total = 0;
   for (F x : c) total += x;
@@ -102,7 +113,7 @@ double measure(const std::vector<std::vector<float>>& rows, const PageParams& p,
   double largest = 0;
   const Index T = static_cast<Index>(rows[0].size()), G = static_cast<Index>(rows.size());
   const kp::ScorePrecision precision = sizeof(F) == 4 ? kp::ScorePrecision::Float32 : kp::ScorePrecision::Float64;
-  const pg::Exact gamma(kp::page_score_rel_bound(precision, T, G, p.page_size));
+  const pg::Exact gamma(kp::page_score_rel_bound(precision, T, G, p.page_size, p.inverse_temperature));
   for (std::size_t k = 0; k < got.size(); ++k) {
     ++pages_checked;
     const pg::Exact err = abs(pg::Exact(static_cast<double>(got[k])) - exact[k]);
@@ -138,6 +149,8 @@ TEST(Proof14, ComputedPageScoresStayWithinTheBound) {
           p.pooling = rng() % 4 == 0 ? kvaudit::PagePooling::Mean : kvaudit::PagePooling::Entropy;
           p.source = rng() % 4 == 0 ? kvaudit::PoolSource::Raw : kvaudit::PoolSource::SinkIsolated;
           p.page_score = rng() % 3 == 0 ? kvaudit::PageScore::Max : kvaudit::PageScore::Sum;
+          p.inverse_temperature = std::array<Index, 4>{1, 1, 2, 4}[rng() % 4];
+          p.entropy_on = rng() % 4 == 0 ? kvaudit::EntropySource::Raw : kvaudit::EntropySource::SinkIsolated;
           std::vector<std::span<const float>> spans(rows.begin(), rows.end());
           const auto exact = pg::page_entrokv_group(spans, p).page_scores;
           const std::string where = "T=" + std::to_string(T) + " G=" + std::to_string(G) + " P=" + std::to_string(P) +
@@ -156,7 +169,7 @@ TEST(Proof14, ComputedPageScoresStayWithinTheBound) {
   // The planted bound n' = 2G + P + 16 (no T term) must be beaten, or the check could not tell a wrong bound.
   EXPECT_GT(planted_excess, 1.0) << "no case exceeds the planted bound: the generators are too gentle";
   report().cover("bound", std::to_string(cases) + " (rows, knobs) cases, " + std::to_string(pages_checked) +
-                              " page scores in 2 orders x 2 precisions; worst |S^-S|/(uS): float32 " + std::to_string(w32.ratio) +
+                              " page scores in 2 orders x 2 precisions, 1/tau in {1, 2, 4}, entropy on p~ or p; worst |S^-S|/(uS): float32 " + std::to_string(w32.ratio) +
                               " (" + w32.where + "), float64 " + std::to_string(w64.ratio) + "; planted n'=2G+P+16 exceeded " +
                               std::to_string(planted_excess) + "x (" + planted_where + ")");
 }

@@ -39,7 +39,7 @@ ConformResult run_conform(const ConformOptions& o) {
     case ConformMethod::EgChunkKV:
       return drive(ChunkFamily(Method::EgChunkKV, o.flavour, o.max_size, o.replay_strict), o);
     case ConformMethod::PageEntroKV:
-      return drive(PageFamily(o.max_size, o.precision, o.replay_strict), o);
+      return drive(PageFamily(o.max_size, o.precision, o.page_choices, o.replay_strict), o);
     case ConformMethod::Partition:
       return drive(PartitionFamily(o.max_size, o.claim), o);
   }

@@ -10,6 +10,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "core/paging/page_options.h"
 #include "core/paging/page_score_bound.h"
 #include "core/types.h"
 
@@ -50,6 +51,9 @@ struct ConformOptions {
   PartitionClaim claim = PartitionClaim::Heuristic;
   // page-entrokv: the arithmetic the implementation computes page scores in (its tie tolerance).
   paging::PrecisionModel precision;
+  // page-entrokv: a preset and / or fixed knobs (--preset, --page-knob) applied to every generated and dump case
+  // over the drawn settings; none: generated cases draw each knob, dump cases use the defaults.
+  std::optional<paging::PageOptions> page_choices;
   std::function<void(const std::string&)> progress = [](const std::string&) {};
 };
 

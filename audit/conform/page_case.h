@@ -3,7 +3,9 @@
 //
 // Request  {"id": 3, "method": "page-entrokv", "attention": [[...T floats...], ...q_heads], "group_size": 6,
 //           "page_size": 16, "compression_ratio": "0.8", "sinks": 4, "pooling": "entropy", "page_score": "sum",
-//           "source": "sink-isolated", "sink_pages": "reserved", "greedy": "skip-misfits"}
+//           "source": "sink-isolated", "sink_pages": "reserved", "greedy": "skip-misfits", "temperature": "1",
+//           "entropy_on": "sink-isolated", "budget_unit": "tokens", "page_count_rule": "paper"}
+//          (every knob is sent; a request read back may also name a "preset", knobs given override it)
 // Response {"id": 3, "kept_pages": [[0, 3, 5], [0, 1, 7]]}          one sorted list per KV group
 //          optional "kept_tokens": [[...], [...]]                    the positions each group retains
 #pragma once

@@ -36,4 +36,28 @@ nlohmann::json PageFamily::summary(const Case& c) const {
 
 nlohmann::json PageFamily::canonical(const Case& c) const { return {{"kept_pages", canonical_pages(c)}}; }
 
+nlohmann::json PageFamily::report_fields() const {
+  nlohmann::json j = {{"precision", paging::to_string(precision_)}};
+  if (choices_) {
+    const PageParams fixed = paging::apply_page_choices(*choices_, PageParams{}, "--page-knob");
+    j["fixed_knobs"] = {{"preset", choices_->preset.empty() ? "none" : choices_->preset}, {"knobs", audit::page_knobs_json(fixed)}};
+  }
+  return j;
+}
+
+rc::Gen<PageCase> PageFamily::generator() const {
+  if (!choices_) return page_cases(max_size_);
+  return rc::gen::map(page_cases(max_size_), [choices = *choices_](PageCase c) {
+    c.params = paging::apply_page_choices(choices, c.params, "--page-knob");
+    return c;
+  });
+}
+
+std::vector<PageCase> PageFamily::dump_cases(const std::string& dir) const {
+  std::vector<PageCase> out = page_dump_cases(dir, max_size_);
+  if (choices_)
+    for (auto& c : out) c.params = paging::apply_page_choices(*choices_, c.params, "--page-knob");
+  return out;
+}
+
 }  // namespace kvaudit::conform

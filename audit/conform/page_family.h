@@ -15,6 +15,7 @@
 #include "audit/conform/judge.h"
 #include "core/verdict.h"
 #include "audit/conform/page_case.h"
+#include "core/paging/page_options.h"
 #include "core/paging/page_score_bound.h"
 
 namespace kvaudit::conform {
@@ -40,26 +41,29 @@ rc::Shrinkable<PageCase> shrinkable_page_case(PageCase c);
 class PageFamily {
  public:
   using Case = PageCase;
+  // choices: a preset / fixed knobs over every generated and dump case (--preset, --page-knob).
   // strict_values: replayed attention values must be float32 values (--replay-strict), else they are rounded.
-  explicit PageFamily(Index max_size, paging::PrecisionModel precision = {}, bool strict_values = false)
-      : max_size_(max_size), precision_(precision), strict_values_(strict_values) {}
+  explicit PageFamily(Index max_size, paging::PrecisionModel precision = {}, std::optional<paging::PageOptions> choices = {},
+                      bool strict_values = false)
+      : max_size_(max_size), precision_(precision), choices_(std::move(choices)), strict_values_(strict_values) {}
 
   const char* name() const { return "page-entrokv"; }
-  nlohmann::json report_fields() const { return {{"precision", paging::to_string(precision_)}}; }
+  nlohmann::json report_fields() const;
   std::string encode(std::int64_t id, const Case& c) const { return encode_page_request(id, c); }
   Judgement judge(const Case& c, const std::string& response, std::int64_t id) const;
-  rc::Gen<Case> generator() const { return page_cases(max_size_); }
+  rc::Gen<Case> generator() const;
   rc::Shrinkable<Case> concrete(Case c) const { return shrinkable_page_case(std::move(c)); }
   Case decode(const std::string& line, const std::string& source) const {
     return decode_page_request(line, source, strict_values_ ? Float32Input::Strict : Float32Input::Round);
   }
-  std::vector<Case> dump_cases(const std::string& dir) const { return page_dump_cases(dir, max_size_); }
+  std::vector<Case> dump_cases(const std::string& dir) const;
   nlohmann::json summary(const Case& c) const;
   nlohmann::json canonical(const Case& c) const;
 
  private:
   Index max_size_;
   paging::PrecisionModel precision_;  // what the implementation computes page scores in
+  std::optional<paging::PageOptions> choices_;  // preset / fixed knobs over every generated and dump case
   bool strict_values_;
 };
 

@@ -91,7 +91,11 @@ std::string encode_page_request(std::int64_t id, const PageCase& c) {
   out += std::string(", \"page_score\": \"") + oracle::paging::to_string(p.page_score) + "\"";
   out += std::string(", \"source\": \"") + oracle::paging::to_string(p.source) + "\"";
   out += std::string(", \"sink_pages\": \"") + oracle::paging::to_string(p.sink_pages) + "\"";
-  out += std::string(", \"greedy\": \"") + oracle::paging::to_string(p.greedy) + "\"}";
+  out += std::string(", \"greedy\": \"") + oracle::paging::to_string(p.greedy) + "\"";
+  out += ", \"temperature\": \"" + paging::temperature_text(p.inverse_temperature) + "\"";
+  out += std::string(", \"entropy_on\": \"") + oracle::paging::to_string(p.entropy_on) + "\"";
+  out += std::string(", \"budget_unit\": \"") + oracle::paging::to_string(p.budget_unit) + "\"";
+  out += std::string(", \"page_count_rule\": \"") + oracle::paging::to_string(p.page_count_rule) + "\"}";
   return out;
 }
 
@@ -115,6 +119,11 @@ PageCase decode_page_request(const std::string& line, const std::string& source,
     o.source = text_field(j, "source", o.source);
     o.sink_pages = text_field(j, "sink_pages", o.sink_pages);
     o.greedy = text_field(j, "greedy", o.greedy);
+    o.preset = text_field(j, "preset", o.preset);
+    o.temperature = text_field(j, "temperature", o.temperature);
+    o.entropy_on = text_field(j, "entropy_on", o.entropy_on);
+    o.budget_unit = text_field(j, "budget_unit", o.budget_unit);
+    o.page_count_rule = text_field(j, "page_count_rule", o.page_count_rule);
     c.params = paging::parse_page_options(o, source);
     const PageParams& p = c.params;
     const auto& a = j.at("attention");

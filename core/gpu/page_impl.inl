@@ -34,20 +34,31 @@ struct RowOfLong {
   KVAUDIT_HD int operator()(long long k) const { return static_cast<int>(k / tokens); }
 };
 
-// w_h within each group: c_h / sum c (c_h = sum p~^2 = sum p^2 / mass^2, 0 without p~); 1/G when all c are 0
-// or for mean pooling.
+// w_h within each group: c_h^k / sum c^k, k = 1/tau (c_h = sum p~^2 = sum p^2 / mass^2, 0 without p~; or
+// sum p^2 over the raw row when raw_squares is given); 1/G when all c are 0 or for mean pooling.
 struct GroupWeight {
   const double* mass;
   const double* squares;
+  const double* raw_squares;  // null: entropy on the sink-isolated rows
   int group;
   bool entropy;
-  KVAUDIT_HD double collision(int r) const { return mass[r] != 0.0 ? squares[r] / (mass[r] * mass[r]) : 0.0; }
+  int inverse_temperature;
+  KVAUDIT_HD double collision(int r) const {
+    if (raw_squares != nullptr) return raw_squares[r];
+    return mass[r] != 0.0 ? squares[r] / (mass[r] * mass[r]) : 0.0;
+  }
+  KVAUDIT_HD double powered(int r) const {
+    const double c = collision(r);
+    double out = c;
+    for (int j = 1; j < inverse_temperature; ++j) out *= c;
+    return out;
+  }
   KVAUDIT_HD double operator()(int r) const {
     if (!entropy) return 1.0 / group;
     const int first = (r / group) * group;
     double total = 0.0;
-    for (int h = first; h < first + group; ++h) total += collision(h);
-    return total == 0.0 ? 1.0 / group : collision(r) / total;
+    for (int h = first; h < first + group; ++h) total += powered(h);
+    return total == 0.0 ? 1.0 / group : powered(r) / total;
   }
 };
 
@@ -115,10 +126,12 @@ struct Gather {
   KVAUDIT_HD int operator()(int k) const { return from[index[k]]; }
 };
 
+// What a page costs the walk: its tokens, or 1 under a page-count budget.
 struct PageCost {
   const int* order;
   PageGeometry geo;
-  KVAUDIT_HD int operator()(int k) const { return geo.size(order[k] % geo.n_pages); }
+  bool unit_pages;
+  KVAUDIT_HD int operator()(int k) const { return unit_pages ? 1 : geo.size(order[k] % geo.n_pages); }
 };
 
 // Pages fitting in the prefix: P_k + c_k <= L (proofs/10_walk_as_prefix_sum.md, section "Pages").
@@ -164,7 +177,7 @@ namespace {
 
 struct PageWorkspace {
   dvec<float> attn;
-  dvec<double> mass, squares, weight, pooled, page_score;
+  dvec<double> mass, squares, raw_squares, weight, pooled, page_score;
   dvec<std::uint64_t> keys;
   dvec<int> order, order_tmp, cost, prefix, fit_cost, spent;
   dvec<std::uint8_t> page_keep, keep;
@@ -194,7 +207,14 @@ PagePlan make_page_plan(const BatchedScores& in, const PageParams& p) {
   const int T = static_cast<int>(in.tokens);
   const int P = checked_int(std::min<Index>(p.page_size, in.tokens), "page size");
   plan.geo = {T, P, (T + P - 1) / P, checked_int(std::min<Index>(p.n_sink, in.tokens), "n_sink")};
-  plan.budget = checked_int(exact_budget(in.tokens, parse_compression_ratio(p.ratio_text, "ratio_text")), "budget");
+  const CompressionRatio rho = parse_compression_ratio(p.ratio_text, "ratio_text");
+  if (p.inverse_temperature < 1) throw std::invalid_argument("page selector: 1/tau must be >= 1");
+  // The walk's budget: tokens, or the page count K of the rule (core/types.h PageCountRule).
+  const Index n_pages = (in.tokens + p.page_size - 1) / p.page_size;
+  const Index budget = p.budget_unit == BudgetUnit::Tokens          ? exact_budget(in.tokens, rho)
+                       : p.page_count_rule == PageCountRule::Paper ? exact_floor_kept(in.tokens, rho) / p.page_size
+                                                                    : std::max<Index>(1, exact_floor_kept(n_pages, rho));
+  plan.budget = checked_int(budget, "budget");
   plan.params = p;
   return plan;
 }
@@ -216,9 +236,17 @@ void run_page_selection(const PagePlan& plan, PageWorkspace& ws) {
   thrust::reduce_by_key(row_of, row_of + cells,
                         thrust::make_transform_iterator(LongIt(0), NonSinkValue{raw(ws.attn), T, geo.n_sink, true}),
                         thrust::make_discard_iterator(), ws.squares.begin());
+  const bool raw_entropy = plan.params.entropy_on == EntropySource::Raw;
+  if (raw_entropy) {
+    ws.raw_squares.resize(rows);
+    thrust::reduce_by_key(row_of, row_of + cells,
+                          thrust::make_transform_iterator(LongIt(0), NonSinkValue{raw(ws.attn), T, 0, true}),
+                          thrust::make_discard_iterator(), ws.raw_squares.begin());
+  }
   ws.weight.resize(rows);
   thrust::transform(CountIt(0), CountIt(rows), ws.weight.begin(),
-                    GroupWeight{raw(ws.mass), raw(ws.squares), G, plan.params.pooling == PagePooling::Entropy});
+                    GroupWeight{raw(ws.mass), raw(ws.squares), raw_entropy ? raw(ws.raw_squares) : nullptr, G,
+                                plan.params.pooling == PagePooling::Entropy, static_cast<int>(plan.params.inverse_temperature)});
   ws.pooled.resize(n);
   thrust::transform(CountIt(0), CountIt(n), ws.pooled.begin(),
                     PooledScore{raw(ws.attn), raw(ws.mass), raw(ws.weight), G, T, geo.n_sink,
@@ -248,7 +276,8 @@ void run_page_selection(const PagePlan& plan, PageWorkspace& ws) {
   ws.prefix.resize(NP);
   ws.fit_cost.resize(NP);
   ws.spent.resize(S);
-  thrust::transform(CountIt(0), CountIt(NP), ws.cost.begin(), PageCost{raw(ws.order), geo});
+  thrust::transform(CountIt(0), CountIt(NP), ws.cost.begin(),
+                    PageCost{raw(ws.order), geo, plan.params.budget_unit == BudgetUnit::Pages});
   auto seg_of_page = thrust::make_transform_iterator(CountIt(0), SegmentOf{geo.n_pages});
   thrust::exclusive_scan_by_key(seg_of_page, seg_of_page + NP, ws.cost.begin(), ws.prefix.begin());
   thrust::transform(CountIt(0), CountIt(NP), ws.fit_cost.begin(),

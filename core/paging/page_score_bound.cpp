@@ -10,7 +10,8 @@
 
 namespace kvaudit::paging {
 
-double page_score_rel_bound(ScorePrecision precision, Index tokens, Index group_size, Index page_size) {
+double page_score_rel_bound(ScorePrecision precision, Index tokens, Index group_size, Index page_size, Index inverse_temperature) {
+  if (inverse_temperature < 1) throw std::logic_error("page_score_rel_bound: 1/tau must be >= 1");
   double u = 0.0;
   switch (precision) {
     case ScorePrecision::Exact: return 0.0;
@@ -18,15 +19,16 @@ double page_score_rel_bound(ScorePrecision precision, Index tokens, Index group_
     case ScorePrecision::Float32: u = std::ldexp(1.0, -24); break;
     case ScorePrecision::Custom: throw std::logic_error("page_score_rel_bound: a custom tolerance has no derived bound");
   }
-  const double n = 7.0 * static_cast<double>(tokens) + 2.0 * static_cast<double>(group_size) +
-                   static_cast<double>(page_size) + 16.0;
+  const double k = static_cast<double>(inverse_temperature);
+  const double n = (6.0 * k + 1.0) * static_cast<double>(tokens) + 2.0 * static_cast<double>(group_size) +
+                   static_cast<double>(page_size) + 14.0 + 2.0 * k;
   const double nu = n * u;
   return nu < 0.5 ? nu / (1.0 - nu) : 1.0;
 }
 
-double rel_tolerance(const PrecisionModel& model, Index tokens, Index group_size, Index page_size) {
+double rel_tolerance(const PrecisionModel& model, Index tokens, Index group_size, Index page_size, Index inverse_temperature) {
   if (model.kind == ScorePrecision::Custom) return model.custom_rel_tolerance;
-  return page_score_rel_bound(model.kind, tokens, group_size, page_size);
+  return page_score_rel_bound(model.kind, tokens, group_size, page_size, inverse_temperature);
 }
 
 PrecisionModel parse_precision(const std::string& text, const std::string& source) {

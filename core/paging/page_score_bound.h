@@ -17,14 +17,16 @@ struct PrecisionModel {
   double custom_rel_tolerance = 0.0;              // kind == Custom, in [0, 1)
 };
 
-// gamma_n = n u / (1 - n u) with n = 7T + 2G + P + 16 roundings and u = 2^-53 (Float64) or 2^-24 (Float32); 0 for
-// Exact. From float inputs, every page score computed by the chain of the proof (any summation order, p^2/Z^2 or
-// (p/Z)^2) satisfies |S^ - S| <= gamma S, so two pages whose exact scores a, b have |a - b| <= gamma (a + b)
-// may come out in either order. Once n u >= 1/2 the bound is 1: every pair of pages counts as tied.
-double page_score_rel_bound(ScorePrecision precision, Index tokens, Index group_size, Index page_size);
+// gamma_n = n u / (1 - n u) with n = (6k + 1)T + 2G + P + 14 + 2k roundings, k = 1/tau (the head weights are
+// c^k / sum c^k; k = 1 gives n = 7T + 2G + P + 16), and u = 2^-53 (Float64) or 2^-24 (Float32); 0 for Exact. From
+// float inputs, every page score computed by the chain of the proof (any summation order, p^2/Z^2 or (p/Z)^2, c^k
+// by k - 1 products) satisfies |S^ - S| <= gamma S, so two pages whose exact scores a, b have
+// |a - b| <= gamma (a + b) may come out in either order. Once n u >= 1/2 the bound is 1: every pair counts as tied.
+double page_score_rel_bound(ScorePrecision precision, Index tokens, Index group_size, Index page_size,
+                            Index inverse_temperature = 1);
 
-// The tolerance a model stands for on a (T, G, P) problem: the bound of its precision, or its custom number.
-double rel_tolerance(const PrecisionModel& model, Index tokens, Index group_size, Index page_size);
+// The tolerance a model stands for on a (T, G, P, 1/tau) problem: the bound of its precision, or its custom number.
+double rel_tolerance(const PrecisionModel& model, Index tokens, Index group_size, Index page_size, Index inverse_temperature = 1);
 
 // "exact", "float64", "float32" or a decimal number in [0, 1). Throws InputError(source, "precision", ...).
 PrecisionModel parse_precision(const std::string& text, const std::string& source);

@@ -35,9 +35,12 @@ namespace {
 // Pages of one (layer, group) chosen by the walk of docs/specification.md section 5: reserved pages first (index order), then
 // the top of (score desc, index asc). Only the first m + 1 scored pages, m = floor(room / P), can be reached
 // before full pages stop fitting, plus the short last page under SkipMisfits; so a partial sort suffices.
-void walk(const double* scores, Index n_pages, Index tokens, Index P, Index n_reserved, Index budget,
+// In BudgetUnit::Pages every page costs 1 and the budget is K: the walk keeps the first K pages of the order.
+void walk(const double* scores, Index n_pages, Index tokens, Index P_tokens, Index n_reserved, Index budget, BudgetUnit unit,
           GreedyRule rule, std::vector<Index>& scratch, std::uint8_t* kept, Index& retained) {
-  auto size = [&](Index k) { return std::min((k + 1) * P, tokens) - k * P; };
+  const bool pages_unit = unit == BudgetUnit::Pages;
+  const Index P = pages_unit ? 1 : P_tokens;  // the cost of a full page
+  auto size = [&](Index k) { return pages_unit ? Index{1} : std::min((k + 1) * P_tokens, tokens) - k * P_tokens; };
   retained = 0;
   bool stopped = false;
   auto visit = [&](Index k) {
@@ -62,6 +65,11 @@ void walk(const double* scores, Index n_pages, Index tokens, Index P, Index n_re
   const Index last = n_pages - 1;
   const bool short_tail = size(last) < P && last >= n_reserved;
   if (rule == GreedyRule::SkipMisfits && short_tail && !kept[last]) visit(last);
+  if (pages_unit) {  // `retained` counts tokens in either unit
+    retained = 0;
+    for (Index k = 0; k < n_pages; ++k)
+      if (kept[k]) retained += std::min((k + 1) * P_tokens, tokens) - k * P_tokens;
+  }
 }
 
 }  // namespace
@@ -80,7 +88,8 @@ PageSelection select_pages(const ScoreTensor& attn, const PageParams& params) {
   out.tokens = T;
   out.page_size = P;
   out.pages = (T + P - 1) / P;
-  out.budget = exact_budget(T, parse_compression_ratio(params.ratio_text, "ratio_text"));
+  out.budget = walk_budget(T, params);
+  out.budget_unit = params.budget_unit;
   out.ledger.assign(static_cast<std::size_t>(out.layers * out.groups * out.pages), 0);
   out.retained.assign(static_cast<std::size_t>(out.layers * out.groups), 0);
   out.weights.assign(static_cast<std::size_t>(out.layers * attn.heads), 0.0);
@@ -91,7 +100,7 @@ PageSelection select_pages(const ScoreTensor& attn, const PageParams& params) {
 
 #pragma omp parallel for schedule(dynamic)
   for (Index l = 0; l < attn.layers; ++l) {
-    std::vector<double> scale(static_cast<std::size_t>(G));
+    std::vector<double> scale(static_cast<std::size_t>(G)), powered(static_cast<std::size_t>(G));
     std::vector<const float*> rows(static_cast<std::size_t>(G));
     std::vector<Index> scratch;
     for (Index g = 0; g < out.groups; ++g) {
@@ -106,16 +115,23 @@ PageSelection select_pages(const ScoreTensor& attn, const PageParams& params) {
           z += v;
           q += v * v;
         }
-        const double c = z > 0.0 ? q / (z * z) : 0.0;
+        double c = z > 0.0 ? q / (z * z) : 0.0;
+        if (params.entropy_on == EntropySource::Raw) {  // c_h = sum_t p_h(t)^2 over the raw row
+          for (Index t = 0; t < sink; ++t) q += static_cast<double>(rows[i][t]) * rows[i][t];
+          c = q;
+        }
         out.collision[static_cast<std::size_t>(l * attn.heads + h)] = c;
-        c_total += c;
+        double power = c;  // c_h^(1/tau) by 1/tau - 1 products
+        for (Index j = 1; j < params.inverse_temperature; ++j) power *= c;
+        powered[i] = power;
+        c_total += power;
         scale[i] = z;  // Z_h for now
       }
       for (Index i = 0; i < G; ++i) {
         const Index h = g * G + i;
         const double z = scale[i];
         double w = 1.0 / static_cast<double>(G);
-        if (params.pooling == Pooling::Entropy && c_total > 0.0) w = out.collision[static_cast<std::size_t>(l * attn.heads + h)] / c_total;
+        if (params.pooling == Pooling::Entropy && c_total > 0.0) w = powered[i] / c_total;
         out.weights[static_cast<std::size_t>(l * attn.heads + h)] = w;
         // d_h = p_h / Z_h on non-sink positions (0 if Z_h = 0) or the raw p_h.
         scale[i] = params.source == PoolSource::Raw ? w : (z > 0.0 ? w / z : 0.0);
@@ -132,11 +148,19 @@ PageSelection select_pages(const ScoreTensor& attn, const PageParams& params) {
         else page = (t % P == 0) ? s : std::max(page, s);
       }
       std::uint8_t* kept = &out.ledger[static_cast<std::size_t>((l * out.groups + g) * out.pages)];
-      walk(ps, out.pages, T, P, n_reserved, out.budget, params.greedy, scratch, kept,
+      walk(ps, out.pages, T, P, n_reserved, out.budget, params.budget_unit, params.greedy, scratch, kept,
            out.retained[static_cast<std::size_t>(l * out.groups + g)]);
     }
   }
   return out;
+}
+
+Index walk_budget(Index tokens, const PageParams& params) {
+  const CompressionRatio rho = parse_compression_ratio(params.ratio_text, "ratio_text");
+  if (params.budget_unit == BudgetUnit::Tokens) return exact_budget(tokens, rho);
+  const Index P = params.page_size;
+  if (params.page_count_rule == PageCountRule::Paper) return exact_floor_kept(tokens, rho) / P;  // floor(floor(x) / P) = floor(x / P)
+  return std::max<Index>(1, exact_floor_kept((tokens + P - 1) / P, rho));
 }
 
 }  // namespace kvaudit::paging

@@ -13,14 +13,19 @@ namespace kvaudit::paging {
 
 // The parameters are kvaudit::PageParams (core/types.h), shared with the oracle.
 using Pooling = kvaudit::PagePooling;
+using kvaudit::BudgetUnit;
+using kvaudit::EntropySource;
 using kvaudit::GreedyRule;
+using kvaudit::PageCountRule;
 using kvaudit::PageParams;
 using kvaudit::PageScore;
 using kvaudit::PoolSource;
 using kvaudit::SinkPages;
 
 struct PageSelection {
-  Index layers = 0, groups = 0, group_size = 0, pages = 0, tokens = 0, page_size = 0, budget = 0;
+  Index layers = 0, groups = 0, group_size = 0, pages = 0, tokens = 0, page_size = 0;
+  Index budget = 0;                   // in budget_unit: the exact token budget, or the page count K
+  BudgetUnit budget_unit = BudgetUnit::Tokens;
   std::vector<std::uint8_t> ledger;   // (layers, groups, pages): 1 = the page frame is kept
   std::vector<Index> retained;        // (layers, groups): tokens in the kept pages
   std::vector<double> weights;        // (layers, q_heads): w_h within its group
@@ -36,6 +41,10 @@ struct PageSelection {
 // attn: (layers, q_heads, T), rows non-negative. Throws InputError("page-select", ...) when q_heads is not a
 // multiple of group_size, P < 1 or n_sink < 0.
 PageSelection select_pages(const ScoreTensor& attn, const PageParams& params);
+
+// The walk's budget in params.budget_unit: max(1, floor((1 - rho) T)) tokens, or the page count K of
+// params.page_count_rule (core/types.h), rho read exactly.
+Index walk_budget(Index tokens, const PageParams& params);
 
 
 }  // namespace kvaudit::paging

@@ -135,26 +135,35 @@ def partition(probs, entropy_budget, groups=None, solver="exact", time_limit=Non
     return _json.loads(_kvaudit.partition_json(_array(probs), float(entropy_budget), _opt_int(groups, "groups"), solver, t))
 
 
-def _page_knobs(group_size, page_size, compression_ratio, sinks, pooling, page_score, source, sink_pages, greedy):
+def _knob(value):
+    """A choice knob as the text the one option parser reads: None is "the preset's choice"."""
+    return "" if value is None else value if isinstance(value, str) else str(value)
+
+
+def _page_knobs(group_size, page_size, compression_ratio, sinks, knobs):
+    names = ("pooling", "page_score", "source", "sink_pages", "greedy", "preset", "temperature", "entropy_on", "budget_unit",
+             "page_count_rule")
     return (_int(group_size, "group_size"), _int(page_size, "page_size"), ratio_text(compression_ratio), _int(sinks, "sinks"),
-            pooling, page_score, source, sink_pages, greedy)
+            *(_knob(knobs[n]) for n in names))
 
 
-def page_select(attention, group_size, page_size, compression_ratio, *, sinks=4, pooling="entropy", page_score="sum",
-                source="sink-isolated", sink_pages="reserved", greedy="skip-misfits", full=False):
+def page_select(attention, group_size, page_size, compression_ratio, *, sinks=4, preset=None, pooling=None, temperature=None,
+                entropy_on=None, source=None, page_score=None, sink_pages=None, budget_unit=None, page_count_rule=None,
+                greedy=None, full=False):
     """``kvaudit page-select``: Page-EntroKV's kept pages for one layer's ``(q_heads, T)`` attention.
 
-    Returns a list with one int64 array of kept page indices per KV group; ``full=True`` returns the CLI's JSON
+    ``preset`` ("kvaudit", "released", "paper", "entro-prefill") sets every choice at once; a knob given overrides
+    it; None takes the preset's choice (docs/page-entrokv.md sections 1 and 8). Returns a list with one int64 array of kept page indices per KV group; ``full=True`` returns the CLI's JSON
     object (weights, Renyi-2 entropies, retained tokens, and the exact oracle's verdict on the same input).
     """
-    k = _page_knobs(group_size, page_size, compression_ratio, sinks, pooling, page_score, source, sink_pages, greedy)
+    k = _page_knobs(group_size, page_size, compression_ratio, sinks, locals())
     out = _kvaudit.page_select(_array(attention), *k, bool(full))
     return _json.loads(out) if full else out
 
 
-def check_pages(attention, kept_pages, group_size, page_size, compression_ratio, *, sinks=4, pooling="entropy",
-                page_score="sum", source="sink-isolated", sink_pages="reserved", greedy="skip-misfits",
-                precision="float32") -> Verdict:
+def check_pages(attention, kept_pages, group_size, page_size, compression_ratio, *, sinks=4, preset=None, pooling=None,
+                temperature=None, entropy_on=None, source=None, page_score=None, sink_pages=None, budget_unit=None,
+                page_count_rule=None, greedy=None, precision="float32") -> Verdict:
     """``kvaudit check-pages``: is ``kept_pages`` (one sequence of page indices per KV group) what Page-EntroKV
     keeps, up to the ties the implementation's arithmetic cannot resolve?
 
@@ -163,7 +172,7 @@ def check_pages(attention, kept_pages, group_size, page_size, compression_ratio,
     relative tolerance of your own. Pages whose exact scores a, b satisfy |a - b| <= tol (a + b) may be taken in
     either order. ``Verdict.details`` is the CLI's JSON, ``Verdict.replay`` the conform request line.
     """
-    k = _page_knobs(group_size, page_size, compression_ratio, sinks, pooling, page_score, source, sink_pages, greedy)
+    k = _page_knobs(group_size, page_size, compression_ratio, sinks, locals())
     if not isinstance(kept_pages, _np.ndarray) and hasattr(kept_pages, "__dlpack__"):
         kept_pages = _np.from_dlpack(kept_pages)
     return _kvaudit.check_pages(_array(attention), kept_pages, *k, precision)

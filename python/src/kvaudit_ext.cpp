@@ -537,21 +537,28 @@ NB_MODULE(_kvaudit, m) {
       "page_select",
       [](const Array& attention, long long group_size, long long page_size, const std::string& ratio, long long sinks,
          const std::string& pooling, const std::string& page_score, const std::string& source, const std::string& sink_pages,
-         const std::string& greedy, bool full) {
-        return page_select_fn(attention, {group_size, page_size, sinks, ratio, pooling, page_score, source, sink_pages, greedy}, full);
+         const std::string& greedy, const std::string& preset, const std::string& temperature, const std::string& entropy_on,
+         const std::string& budget_unit, const std::string& page_count_rule, bool full) {
+        return page_select_fn(attention, {group_size, page_size, sinks, ratio, pooling, page_score, source, sink_pages, greedy, preset,
+                                          temperature, entropy_on, budget_unit, page_count_rule},
+                              full);
       },
       "attention"_a, "group_size"_a, "page_size"_a, "compression_ratio"_a, "sinks"_a, "pooling"_a, "page_score"_a, "source"_a,
-      "sink_pages"_a, "greedy"_a, "full"_a);
+      "sink_pages"_a, "greedy"_a, "preset"_a, "temperature"_a, "entropy_on"_a, "budget_unit"_a, "page_count_rule"_a, "full"_a);
   m.def(
       "check_pages",
       [](const Array& attention, nb::handle kept_pages, long long group_size, long long page_size, const std::string& ratio,
          long long sinks, const std::string& pooling, const std::string& page_score, const std::string& source,
-         const std::string& sink_pages, const std::string& greedy, nb::handle precision) {
-        return check_pages_fn(attention, kept_pages, {group_size, page_size, sinks, ratio, pooling, page_score, source, sink_pages, greedy},
+         const std::string& sink_pages, const std::string& greedy, const std::string& preset, const std::string& temperature,
+         const std::string& entropy_on, const std::string& budget_unit, const std::string& page_count_rule, nb::handle precision) {
+        return check_pages_fn(attention, kept_pages,
+                              {group_size, page_size, sinks, ratio, pooling, page_score, source, sink_pages, greedy, preset, temperature,
+                               entropy_on, budget_unit, page_count_rule},
                               precision);
       },
       "attention"_a, "kept_pages"_a, "group_size"_a, "page_size"_a, "compression_ratio"_a, "sinks"_a, "pooling"_a,
-      "page_score"_a, "source"_a, "sink_pages"_a, "greedy"_a, "precision"_a.none());
+      "page_score"_a, "source"_a, "sink_pages"_a, "greedy"_a, "preset"_a, "temperature"_a, "entropy_on"_a, "budget_unit"_a,
+      "page_count_rule"_a, "precision"_a.none());
   m.def("union_overhead_json", &union_overhead_fn, "attention"_a, "group_size"_a, "compression_ratio"_a, "page_size"_a, "page_score"_a);
   m.def("bfloat16_capsule", &bfloat16_capsule, "bits"_a);
 }

@@ -195,3 +195,32 @@ def test_bad_page_knobs_same_message(cli, flag, kw):
         kvaudit.page_select(a, base["group_size"], base["page_size"], base["compression_ratio"], sinks=base["sinks"],
                             pooling=base["pooling"], page_score=base["page_score"])
     assert str(e.value) == msg
+
+
+@pytest.mark.parametrize("preset", ["released", "paper", "entro-prefill"])
+def test_page_presets_equal_cli(cli, dumps, preset):
+    """A preset through Python is the CLI's preset: same pages, same knobs, and check_pages accepts them."""
+    attn = layer_attention(dumps, "needle", 3)
+    code, out, _, err = cli.run("page-select", "--attn", cli.npy(attn), "--group-size", 3, "--page-size", 16,
+                                "--compression-ratio", "0.8", "--preset", preset)
+    assert code == 0, err
+    assert kvaudit.page_select(attn, 3, 16, "0.8", preset=preset, full=True) == out
+    assert out["knobs"]["budget_unit"] == "pages"
+    pages = kvaudit.page_select(attn, 3, 16, "0.8", preset=preset)
+    assert_conforms(kvaudit.check_pages(attn, pages, 3, 16, "0.8", preset=preset))
+    # The knob given overrides the preset: tau = 1 where the preset says 0.5 (or the reverse) is another selection's input.
+    other = "1" if preset != "entro-prefill" else "0.5"
+    assert kvaudit.page_select(attn, 3, 16, "0.8", preset=preset, temperature=other, full=True)["knobs"]["temperature"] == other
+
+
+@pytest.mark.parametrize("flag,kw", [("--preset", {"preset": "authors"}), ("--temperature", {"temperature": "0.3"}),
+                                     ("--budget-unit", {"budget_unit": "chunks"})])
+def test_bad_variant_knobs_same_message(cli, flag, kw):
+    a = np.full((3, 8), 0.125, np.float32)
+    (key, value), = kw.items()
+    msg = cli.error("page-select", "--attn", cli.npy(a), "--group-size", 3, "--page-size", 4, "--compression-ratio", "0.5",
+                    flag, value)
+    assert msg.startswith(flag)
+    with pytest.raises(ValueError) as e:
+        kvaudit.page_select(a, 3, 4, "0.5", **kw)
+    assert str(e.value) == msg

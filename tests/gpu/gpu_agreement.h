@@ -147,6 +147,10 @@ inline rc::Gen<PageCase> page_case() {
     c.params.page_score = *gen::element(PageScore::Sum, PageScore::Max);
     c.params.sink_pages = *gen::element(SinkPages::Reserved, SinkPages::Scored);
     c.params.greedy = *gen::element(GreedyRule::SkipMisfits, GreedyRule::StopAtFirstMisfit);
+    c.params.inverse_temperature = *gen::element<Index>(1, 2, 3);
+    c.params.entropy_on = *gen::element(EntropySource::SinkIsolated, EntropySource::Raw);
+    c.params.budget_unit = *gen::element(BudgetUnit::Tokens, BudgetUnit::Pages);
+    c.params.page_count_rule = *gen::element(PageCountRule::Paper, PageCountRule::EntroPrefill);
     const std::size_t n = static_cast<std::size_t>(c.segments * c.params.group_size * c.tokens);
     c.values = *gen::container<std::vector<float>>(n, score_value(false));
     if (*gen::inRange(0, 8) == 0)  // a head whose non-sink mass is zero: p~ does not exist
@@ -162,8 +166,9 @@ inline void check_page_case(PageSelectFn page_select, const PageCase& c) {
   const std::vector<PageSelection> got = page_select(in, c.params);
   RC_ASSERT(static_cast<Index>(got.size()) == c.segments);
   const PageParams& o = c.params;
-  const Index budget = op::page_token_budget(c.tokens, o.ratio_text);
+  const Index budget = op::page_walk_budget(c.tokens, o);
   const std::vector<op::Page> pages = op::page_layout(c.tokens, o.page_size);
+  const std::vector<op::Page> costs = op::walk_costs(pages, o.budget_unit);
   op::PageLedger ledger{c.segments, 1, static_cast<Index>(pages.size()),
                         std::vector<std::uint8_t>(static_cast<std::size_t>(c.segments) * pages.size(), 0)};
   std::vector<Positions> token_sets;
@@ -181,12 +186,13 @@ inline void check_page_case(PageSelectFn page_select, const PageCase& c) {
     }
     RC_TAG("admissible, not canonical");
     // The algorithm computes in double: ties within the float64 page-score bound may go either way.
-    const op::Exact tol(paging::page_score_rel_bound(paging::ScorePrecision::Float64, c.tokens, c.params.group_size, c.params.page_size));
-    const Verdict v = op::check_pages_admissible(want.page_scores, pages, want.reserved, budget, o.greedy,
+    const op::Exact tol(paging::page_score_rel_bound(paging::ScorePrecision::Float64, c.tokens, c.params.group_size, c.params.page_size,
+                                                     c.params.inverse_temperature));
+    const Verdict v = op::check_pages_admissible(want.page_scores, costs, want.reserved, budget, o.greedy,
                                                  got[s].pages, tol);
     if (!v.passed()) RC_FAIL("segment " + std::to_string(s) + ": " + v.rule + ": " + v.message);
   }
-  const Verdict acc = op::check_page_accounting(ledger, token_sets, c.tokens, o.page_size, budget);
+  const Verdict acc = op::check_page_accounting(ledger, token_sets, c.tokens, o.page_size, op::page_token_capacity(c.tokens, o));
   if (!acc.passed()) RC_FAIL("page accounting: " + acc.rule + ": " + acc.message);
 }
 

@@ -28,6 +28,11 @@ MUTANTS = {
     "union_per_head": "per-head-union: each query head walks alone, the group keeps the union of their pages",
     "budget_plus_one": "budget-off-by-one: a budget one token larger than max(1, floor((1 - rho) T))",
     "under_fill": "under-fill: the skip-misfits walk takes a page only when it leaves room (< instead of <=)",
+    # the published variants' differences (docs/page-entrokv.md section 8)
+    "temperature_one": "temperature: ignores the temperature knob, always w proportional to c (tau = 1)",
+    "temperature_half": "temperature: always w proportional to c^2 (tau = 0.5), whatever is asked",
+    "page_count_topk": "page-count-budget: keeps the top K = floor((1 - rho) T / P) pages when a token walk is asked",
+    "tokens_walked": "page-count-budget: walks the token budget when a page count is asked",
 }
 RIGHT = {
     "ties_high": "tied page scores broken toward the higher page index",
@@ -40,9 +45,21 @@ def select(q, mutant):
     rows, G, P = q["attention"], q["group_size"], q["page_size"]
     sinks, pooling, page_score = q.get("sinks", 4), q.get("pooling", "entropy"), q.get("page_score", "sum")
     source, sink_pages, greedy = q.get("source", "sink-isolated"), q.get("sink_pages", "reserved"), q.get("greedy", "skip-misfits")
+    inverse_tau = int(1 / Fraction(str(q.get("temperature", "1"))))
+    if mutant == "temperature_one":
+        inverse_tau = 1
+    if mutant == "temperature_half":
+        inverse_tau = 2
+    entropy_raw = q.get("entropy_on", "sink-isolated") == "raw"
+    pages_unit = q.get("budget_unit", "tokens") == "pages"
+    if mutant == "page_count_topk":
+        pages_unit = True
+    if mutant == "tokens_walked":
+        pages_unit = False
     T = len(rows[0])
     add = math.fsum if mutant == "fsum" else sum
-    budget = max(1, int((1 - Fraction(str(q["compression_ratio"]))) * T))
+    kept_fraction = 1 - Fraction(str(q["compression_ratio"]))
+    budget = max(1, int(kept_fraction * T))
     if mutant == "budget_float":
         budget = max(1, int(T * (1 - float(q["compression_ratio"]))))
     if mutant == "budget_plus_page":
@@ -50,6 +67,9 @@ def select(q, mutant):
     if mutant == "budget_plus_one":
         budget += 1
     pages = [(a, min(a + P, T)) for a in range(0, T, P)]
+    if pages_unit:  # a page count K, every page costing one
+        paper = q.get("page_count_rule", "paper") == "paper" or mutant == "page_count_topk"
+        budget = int(kept_fraction * T / P) if paper else max(1, int(kept_fraction * len(pages)))
     if mutant == "per_head":  # each head alone: a group of one
         rows_groups = [[r] for r in rows]
     else:
@@ -64,12 +84,13 @@ def select(q, mutant):
         for p in heads:
             z = add(p[sinks:])
             iso.append([0.0] * sinks + [v / z for v in p[sinks:]] if z > 0 else None)
-        if mutant == "weights_raw":
+        if mutant == "weights_raw" or entropy_raw:
             c = [add(v * v for v in p) for p in heads]
         else:
             c = [add(v * v for v in q_) if q_ else 0.0 for q_ in iso]
         if mutant == "fsum":
             c = [math.exp(math.log(x)) if x > 0 else 0.0 for x in c]
+        c = [x ** inverse_tau for x in c]
         total = add(c)
         w = [x / total for x in c] if pooling == "entropy" and total > 0 and mutant != "mean_pooling" else [1 / n] * n
         raw = source == "raw" or mutant == "pool_raw"
@@ -90,7 +111,7 @@ def select(q, mutant):
             rest.sort(key=lambda k: -S[k])
         kept, used = [], 0
         for k in res + rest:
-            size = pages[k][1] - pages[k][0]
+            size = 1 if pages_unit else pages[k][1] - pages[k][0]
             fits = used + size < budget if mutant == "under_fill" and greedy == "skip-misfits" else used + size <= budget
             if fits:
                 kept.append(k)

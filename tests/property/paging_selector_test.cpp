@@ -43,6 +43,10 @@ pg::PageParams gen_params(Index G, Index tokens) {
   p.page_score = *rc::gen::element(pg::PageScore::Sum, pg::PageScore::Max);
   p.sink_pages = *rc::gen::element(pg::SinkPages::Reserved, pg::SinkPages::Scored);
   p.greedy = *rc::gen::element(pg::GreedyRule::SkipMisfits, pg::GreedyRule::StopAtFirstMisfit);
+  p.inverse_temperature = *rc::gen::element<Index>(1, 2, 3);
+  p.entropy_on = *rc::gen::element(pg::EntropySource::SinkIsolated, pg::EntropySource::Raw);
+  p.budget_unit = *rc::gen::element(pg::BudgetUnit::Tokens, pg::BudgetUnit::Pages);
+  p.page_count_rule = *rc::gen::element(pg::PageCountRule::Paper, pg::PageCountRule::EntroPrefill);
   return p;
 }
 
@@ -66,11 +70,14 @@ RC_GTEST_PROP(PagingSelector, BudgetAndAccountingHoldForEveryPageSize, ()) {
   const Index G = *rc::gen::inRange<Index>(1, 4), T = *rc::gen::inRange<Index>(1, 40);
   const ScoreTensor attn = gen_attention(2, 2 * G, T);
   pg::PageParams p = gen_params(G, T);
-  const Index budget = op::page_token_budget(T, p.ratio_text);
   for (Index P = 1; P <= T; ++P) {
     p.page_size = P;
+    const Index budget = op::page_token_capacity(T, p);  // tokens: B; a page count K: min(T, K P)
     const pg::PageSelection s = pg::select_pages(attn, p);
-    RC_ASSERT(s.budget == budget);
+    RC_ASSERT(s.budget == op::page_walk_budget(T, p));
+    if (p.budget_unit == pg::BudgetUnit::Pages)
+      for (Index l = 0; l < s.layers; ++l)
+        for (Index g = 0; g < s.groups; ++g) RC_ASSERT(static_cast<Index>(s.kept_pages(l, g).size()) <= s.budget);
     std::vector<kvaudit::Positions> sets;
     for (Index l = 0; l < s.layers; ++l)
       for (Index g = 0; g < s.groups; ++g) {
