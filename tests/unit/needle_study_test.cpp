@@ -140,8 +140,10 @@ TEST_F(NeedleStudyFiles, PlantedWinnerGivesTheClaimItsSideAndNeverASettledVerdic
   // The opposite planting: the same rows say not-reproduced.
   fs::remove_all(dir);
   write_study(dir, 20, [](int h) { return h < 2; }, [](int) { return true; });
-  for (const json& c : audit::needle_study_section(ctx)["claims"]) EXPECT_EQ(c["verdict"], "not-reproduced") << c.dump();
-  EXPECT_TRUE(audit::needle_study_section(ctx)["findings"].empty());
+  const json opposite = audit::needle_study_section(ctx);  // named: a range-for over a temporary's member dangles
+  ASSERT_EQ(opposite["claims"].size(), 2u);
+  for (const json& c : opposite["claims"]) EXPECT_EQ(c["verdict"], "not-reproduced") << c.dump();
+  EXPECT_TRUE(opposite["findings"].empty());
 }
 
 TEST_F(NeedleStudyFiles, StudyOfAnotherModelThanTheDumpsIsAFinding) {
