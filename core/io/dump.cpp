@@ -12,6 +12,7 @@
 
 #include "core/compression_ratio.h"
 #include "core/error.h"
+#include "core/io/json_fields.h"
 #include "core/io/npy.h"
 #include "core/io/safetensors.h"
 #include "core/io/sha256.h"
@@ -24,28 +25,6 @@ namespace {
 constexpr int kMinSchema = 1, kMaxSchema = 2;
 
 using nlohmann::json;
-
-// Typed field access that names the manifest, the prompt and the field in every failure.
-struct Fields {
-  const std::string& source;
-  std::string prefix;  // e.g. "prompts[2]."
-  const json& object;
-
-  const json& get(const std::string& key) const {
-    if (!object.contains(key)) throw InputError(source, prefix + key, "missing");
-    return object[key];
-  }
-  std::string str(const std::string& key) const {
-    const json& v = get(key);
-    if (!v.is_string() || v.get<std::string>().empty()) throw InputError(source, prefix + key, "must be a non-empty string");
-    return v.get<std::string>();
-  }
-  Index positive(const std::string& key) const {
-    const json& v = get(key);
-    if (!v.is_number_integer() || v.get<std::int64_t>() < 1) throw InputError(source, prefix + key, "must be a positive integer");
-    return v.get<Index>();
-  }
-};
 
 std::string read_text(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
@@ -173,7 +152,7 @@ void check_tensor(const ManifestTop& top, const PromptDump& p, const std::string
 // A needle object: integers 0 <= begin < end <= tokens; schema 2 adds depth in [0, 1] and retrieved.
 Needle parse_needle(const std::string& manifest, const std::string& field, const json& needle, Index tokens, int schema) {
   if (!needle.is_object()) throw InputError(manifest, field, "must be an object");
-  Fields n{manifest, field + ".", needle};
+  JsonFields n{manifest, field + ".", needle};
   const json& b = n.get("begin");
   const json& e = n.get("end");
   if (!b.is_number_integer() || !e.is_number_integer() || b.get<Index>() < 0 || b.get<Index>() >= e.get<Index>() ||
@@ -197,16 +176,16 @@ PromptDump load_prompt(const std::string& data_dir, const std::string& manifest,
                        const json& entry) {
   std::string prefix = "prompts[" + std::to_string(index) + "].";
   if (!entry.is_object()) throw InputError(manifest, "prompts[" + std::to_string(index) + "]", "must be an object");
-  Fields f{manifest, prefix, entry};
+  JsonFields f{manifest, prefix, entry};
   PromptDump p;
-  p.name = f.str("name");
+  p.name = f.text("name");
   f.prefix = "prompts[" + p.name + "].";
-  p.kind = f.str("kind");
-  std::string file = f.str("file");
+  p.kind = f.text("kind");
+  std::string file = f.text("file");
   require_plain_name(manifest, f.prefix + "file", file);
   p.dir = data_dir;
   p.file = (std::filesystem::path(data_dir) / file).string();
-  std::string sha = f.str("sha256");
+  std::string sha = f.text("sha256");
   if (!is_sha256_hex(sha)) throw InputError(manifest, f.prefix + "sha256", "must be 64 lowercase hex digits");
   p.tokens = f.positive("tokens");
   p.layers = f.positive("layers");
@@ -250,10 +229,10 @@ PromptDump load_prompt(const std::string& data_dir, const std::string& manifest,
   if (actual != sha) throw InputError(p.file, "sha256", "is " + actual + " but the manifest says " + sha);
 
   if (entry.contains("tokens_file")) {
-    std::string tokens_file = f.str("tokens_file");
+    std::string tokens_file = f.text("tokens_file");
     require_plain_name(manifest, f.prefix + "tokens_file", tokens_file);
     std::string path = (std::filesystem::path(data_dir) / tokens_file).string();
-    std::string want = f.str("tokens_file_sha256");
+    std::string want = f.text("tokens_file_sha256");
     std::string got = hex_of_file(path);
     if (got != want) throw InputError(path, "sha256", "is " + got + " but the manifest says " + want);
   }
@@ -262,9 +241,9 @@ PromptDump load_prompt(const std::string& data_dir, const std::string& manifest,
   for (const auto& e : st.entries()) in_file.insert(e.name);
   for (const auto& [name, decl] : declared.items()) {
     if (!in_file.count(name)) throw InputError(p.file, name, "declared in the manifest but missing from the file");
-    Fields d{manifest, f.prefix + "tensors." + name + ".", decl};
+    JsonFields d{manifest, f.prefix + "tensors." + name + ".", decl};
     if (!decl.is_object()) throw InputError(manifest, f.prefix + "tensors." + name, "must be an object");
-    std::string dtype = d.str("dtype");
+    std::string dtype = d.text("dtype");
     const json& shape = d.get("shape");
     if (!shape.is_array()) throw InputError(manifest, d.prefix + "shape", "must be an array");
     std::vector<Index> want_shape;
@@ -359,7 +338,7 @@ std::vector<PromptDump> load_dumps(const std::string& data_dir) {
     throw InputError(manifest, "json", std::string("invalid JSON: ") + e.what());
   }
   if (!j.is_object()) throw InputError(manifest, "json", "top level must be an object");
-  Fields fields{manifest, "", j};
+  JsonFields fields{manifest, "", j};
   const json& version = fields.get("schema_version");
   if (!version.is_number_integer() || version.get<int>() < kMinSchema || version.get<int>() > kMaxSchema) {
     throw InputError(manifest, "schema_version", "must be " + std::to_string(kMinSchema) + " or " + std::to_string(kMaxSchema));
@@ -372,14 +351,14 @@ std::vector<PromptDump> load_dumps(const std::string& data_dir) {
   if (top.schema >= 2 || has_id) {
     const json& model = fields.get("model");
     if (!model.is_object()) throw InputError(manifest, "model", "must be an object");
-    const std::string id = Fields{manifest, "model.", model}.str("id");
+    const std::string id = JsonFields{manifest, "model.", model}.text("id");
     top.model = id.substr(id.find_last_of('/') + 1);
     if (top.model.empty()) throw InputError(manifest, "model.id", "ends with '/'");
   } else {
     top.model = std::filesystem::absolute(data_dir).lexically_normal().filename().string();
   }
   if (top.schema >= 2) {
-    top.kept_encoding = fields.str("kept_encoding");
+    top.kept_encoding = fields.text("kept_encoding");
     if (top.kept_encoding != "positions" && top.kept_encoding != "bitmask")
       throw InputError(manifest, "kept_encoding", "must be \"positions\" or \"bitmask\"");
   }
@@ -389,7 +368,7 @@ std::vector<PromptDump> load_dumps(const std::string& data_dir) {
     for (const auto& [name, press] : presses.items()) {
       if (!press.is_object()) throw InputError(manifest, "presses." + name, "must be an object");
       // Schema 1 presses all ranked SnapKV's scores; schema 2 names each press's scores tensor.
-      std::string scores = top.schema >= 2 ? Fields{manifest, "presses." + name + ".", press}.str("scores") : "scores.snapkv";
+      std::string scores = top.schema >= 2 ? JsonFields{manifest, "presses." + name + ".", press}.text("scores") : "scores.snapkv";
       if (scores != "scores.snapkv" && scores != "scores.expected_attention" && scores != "scores.tova")
         throw InputError(manifest, "presses." + name + ".scores", "'" + scores + "' is not a scores tensor");
       top.press_scores[name] = scores;

@@ -12,6 +12,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/error.h"
+#include "core/io/json_fields.h"
 
 namespace kvaudit::io {
 namespace {
@@ -20,44 +21,6 @@ using nlohmann::json;
 namespace fs = std::filesystem;
 
 constexpr const char* kSchema = "kvaudit-needle-study/1";
-
-std::string shown(const json& v) {
-  std::string s = v.dump();
-  return s.size() > 60 ? s.substr(0, 57) + "..." : s;
-}
-
-// Typed access to one JSON object, naming `source` (a file, or file:line) in every failure.
-struct Fields {
-  std::string source;
-  const json& object;
-
-  const json& get(const std::string& key) const {
-    if (!object.is_object() || !object.contains(key)) throw InputError(source, key, "missing");
-    return object[key];
-  }
-  [[noreturn]] void bad(const std::string& key, const std::string& want) const {
-    throw InputError(source, key, want + ", got " + shown(object[key]));
-  }
-  std::string text(const std::string& key) const {
-    const json& v = get(key);
-    if (!v.is_string() || v.get<std::string>().empty()) bad(key, "must be a non-empty string");
-    return v.get<std::string>();
-  }
-  Index count(const std::string& key) const {
-    const json& v = get(key);
-    if (!v.is_number_integer() || v.get<std::int64_t>() < 0) bad(key, "must be a non-negative integer");
-    return v.get<Index>();
-  }
-  double number(const std::string& key) const {
-    const json& v = get(key);
-    if (!v.is_number()) bad(key, "must be a number");
-    return v.get<double>();
-  }
-  std::optional<Index> optional_count(const std::string& key) const {
-    if (!object.contains(key)) return std::nullopt;
-    return count(key);
-  }
-};
 
 json read_json(const std::string& path) {
   std::ifstream in(path);
@@ -69,7 +32,7 @@ json read_json(const std::string& path) {
   }
 }
 
-NeedleRun parse_run(const Fields& f, const NeedleStudy& study) {
+NeedleRun parse_run(const JsonFields& f, const NeedleStudy& study) {
   if (f.text("schema") != kSchema) f.bad("schema", std::string("must be \"") + kSchema + "\"");
   NeedleRun r{.haystack = f.count("haystack"), .mode = f.text("mode"), .condition = f.text("condition"),
               .value_kind = f.text("value_kind"), .value_tokens = f.count("value_tokens")};
@@ -106,10 +69,10 @@ NeedleStudy load_needle_study(const std::string& folder) {
   NeedleStudy s{.folder = folder};
   const std::string study_path = (fs::path(folder) / "study.json").string();
   const json study = read_json(study_path);
-  const Fields top{study_path, study};
+  const JsonFields top{study_path, "", study};
   if (top.text("schema") != kSchema) top.bad("schema", std::string("must be \"") + kSchema + "\"");
   if (top.text("status") != "complete") top.bad("status", "must be \"complete\" (the run did not finish)");
-  const Fields model{study_path + ": model", top.get("model")};
+  const JsonFields model{study_path, "model.", top.get("model")};
   s.model_id = model.text("id");
   s.gguf_sha256 = model.text("gguf_sha256");
   s.protocol = top.text("protocol");
@@ -131,7 +94,7 @@ NeedleStudy load_needle_study(const std::string& folder) {
   const json& conditions = top.get("conditions");
   if (!conditions.is_object() || conditions.empty()) top.bad("conditions", "must be a non-empty object");
   for (const auto& [name, c] : conditions.items()) {
-    const Fields f{study_path + ": conditions." + name, c};
+    const JsonFields f{study_path, "conditions." + name + ".", c};
     s.conditions.push_back({.name = name, .method = f.text("method"), .compression_ratio = f.number("compression_ratio"),
                             .rescue_size = f.optional_count("rescue_size"),
                             .pooling = c.contains("pooling") ? f.text("pooling") : std::string()});
@@ -151,7 +114,7 @@ NeedleStudy load_needle_study(const std::string& folder) {
     } catch (const json::parse_error& e) {
       throw InputError(source, "json", e.what());
     }
-    NeedleRun r = parse_run(Fields{source, j}, s);
+    NeedleRun r = parse_run(JsonFields{source, "", j}, s);
     auto [it, fresh] = seen.emplace(std::make_tuple(r.haystack, r.mode, r.condition), number);
     if (!fresh)
       throw InputError(source, "haystack/mode/condition",

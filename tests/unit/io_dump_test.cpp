@@ -220,7 +220,7 @@ TEST(IoDumpRejects, ManifestErrorsNameTheField) {
     auto m = good;
     m["prompts"][0]["kv_heads"] = "3";
     s.write_manifest(m);
-    expect_load_rejected(s, "manifest.json", "prompts[" + first + "].kv_heads", "positive integer");
+    expect_load_rejected(s, "manifest.json", "prompts[" + first + "].kv_heads", "must be a positive integer, got \"3\"");
   }
   {
     Scratch s("escape");
