@@ -51,10 +51,19 @@ struct SelectorBoundsOf {
 
 // Stores `key` and returns its address, or null (no key: fewer ties decided in double, never a wrong one) when
 // the reserved capacity is used up.
-inline const TieKey* add_tie_key(std::vector<TieKey>& keys, const TieKey& key) {
+// Fields are written in place: copying a key built on the caller's stack stalled on store forwarding (a 16-byte
+// load over the 1-byte formula store), 15 % of the filtered EG-ChunkKV check at T = 512.
+inline const TieKey* add_tie_key(std::vector<TieKey>& keys, TieFormula formula, double a, double b = 0, double c = 0, double d = 0,
+                                 double e = 0) {
   if (keys.size() == keys.capacity()) return nullptr;
-  keys.push_back(key);
-  return &keys.back();
+  TieKey& k = keys.emplace_back();
+  k.formula = formula;
+  k.a = a;
+  k.b = b;
+  k.c = c;
+  k.d = d;
+  k.e = e;
+  return &k;
 }
 using SelectorBounds = SelectorBoundsOf<Real>;
 
