@@ -10,11 +10,55 @@
 #include <type_traits>
 
 namespace kvaudit::oracle::detail {
-namespace {
 
 // Covers the 50-digit path's rounding in its (sorted) summation order and Boost's log inside one
 // normalized entropy, for chunks below 2^31 tokens and any eps > 0 (proofs/15_filtered_admissibility.md).
 constexpr double kFilteredEntropySlack = 0x1p-100;
+
+// Static bounds (proofs/15_filtered_admissibility.md, "Static bounds for the entropy terms"): when every head sum of
+// a chunk is a double (a point enclosure), the entropy and the per-token sums of its error term are evaluated once
+// in plain double and enclosed by an a-priori bound on that evaluation's error, instead of an enclosure per
+// operation (about ten outward-rounded operations per token). Not eligible: the general path below decides.
+namespace {
+bool all_points(const std::vector<DoubleEnclosure>& x, const Chunk& chunk) {
+  for (Index j = chunk.begin; j < chunk.end; ++j)
+    if (x[static_cast<std::size_t>(j)].lo() != x[static_cast<std::size_t>(j)].hi()) return false;  // scores are finite (validated)
+  return true;
+}
+
+constexpr double kDoubleUnit = 0x1p-53;
+// The eps the static entropy bound is derived for: 2^-900 <= eps <= 1 (kvpress: 1e-8).
+bool static_entropy_eps(double eps) { return eps >= 0x1p-900 && eps <= 1.0; }
+}  // namespace
+
+// |H^ - H| <= (4n + 32) u (Lambda + 1) + 2^-1000 for the double evaluation H^ of the normalized entropy H (exact
+// reals), Lambda = -ln eps >= |ln(p + eps)|; plus kFilteredEntropySlack for the 50-digit run's own rounding.
+std::optional<DoubleEnclosure> entropy_by_static_bound(const std::vector<DoubleEnclosure>& x, const Chunk& chunk,
+                                                       const DoubleEnclosure& eps_enclosure) {
+  const Index n = chunk.size();
+  const double eps = eps_enclosure.lo();
+  if (n < 2 || eps != eps_enclosure.hi() || !static_entropy_eps(eps) || !all_points(x, chunk)) return std::nullopt;
+  double lowest = x[static_cast<std::size_t>(chunk.begin)].lo();
+  for (Index j = chunk.begin; j < chunk.end; ++j) lowest = min_of(lowest, x[static_cast<std::size_t>(j)].lo());
+  const double shift = min_of(lowest, 0.0);
+  double total = 0;
+  for (Index j = chunk.begin; j < chunk.end; ++j) total += x[static_cast<std::size_t>(j)].lo() - shift;
+  const double denominator = total + eps;
+  double h = 0;
+  for (Index j = chunk.begin; j < chunk.end; ++j) {
+    const double p = (x[static_cast<std::size_t>(j)].lo() - shift) / denominator;
+    h -= p * std::log(p + eps);
+  }
+  const double normalized = h / std::log(static_cast<double>(n));
+  // Lambda + 1 <= -log(eps) + 2 (glibc's log within one ulp, eps <= 1); the bound itself is evaluated outward.
+  const DoubleEnclosure lambda_plus_one = DoubleEnclosure(-std::log(eps)) + DoubleEnclosure(2.0);
+  const DoubleEnclosure bound =
+      DoubleEnclosure(4.0 * static_cast<double>(n) + 32.0) * DoubleEnclosure(kDoubleUnit) * lambda_plus_one + DoubleEnclosure(0x1p-1000);
+  DoubleEnclosure e = widened(widened(DoubleEnclosure(normalized), bound.hi()), kFilteredEntropySlack);
+  return lesser(greater(e, DoubleEnclosure(0.0)), DoubleEnclosure(1.0));  // clamp is monotone
+}
+
+namespace {
 
 // The exact statistics both paths start from: head sums x_j (clamped at 0 when asked) and chunk means.
 template <class V>
@@ -87,51 +131,12 @@ DoubleEnclosure precise_entropy(const std::vector<DoubleEnclosure>& x, const Chu
   return lesser(greater(normalized, DoubleEnclosure(0.0)), DoubleEnclosure(1.0));  // clamp is monotone
 }
 
-// Static bounds (proofs/15_filtered_admissibility.md, "Static bounds for the entropy terms"): when every head sum of
-// a chunk is a double (a point enclosure), the entropy and the per-token sums of its error term are evaluated once
-// in plain double and enclosed by an a-priori bound on that evaluation's error, instead of an enclosure per
-// operation (about ten outward-rounded operations per token). Not eligible: the general path below decides.
-bool all_points(const std::vector<DoubleEnclosure>& x, const Chunk& chunk) {
-  for (Index j = chunk.begin; j < chunk.end; ++j)
-    if (x[static_cast<std::size_t>(j)].lo() != x[static_cast<std::size_t>(j)].hi()) return false;  // scores are finite (validated)
-  return true;
-}
-
-constexpr double kDoubleUnit = 0x1p-53;
-// The eps the static entropy bound is derived for: 2^-900 <= eps <= 1 (kvpress: 1e-8).
-bool static_entropy_eps(double eps) { return eps >= 0x1p-900 && eps <= 1.0; }
-
-// |H^ - H| <= (4n + 32) u (Lambda + 1) + 2^-1000 for the double evaluation H^ of the normalized entropy H (exact
-// reals), Lambda = -ln eps >= |ln(p + eps)|; plus kFilteredEntropySlack for the 50-digit run's own rounding.
-DoubleEnclosure entropy_by_static_bound(const std::vector<DoubleEnclosure>& x, const Chunk& chunk, double eps) {
-  const Index n = chunk.size();
-  double lowest = x[static_cast<std::size_t>(chunk.begin)].lo();
-  for (Index j = chunk.begin; j < chunk.end; ++j) lowest = min_of(lowest, x[static_cast<std::size_t>(j)].lo());
-  const double shift = min_of(lowest, 0.0);
-  double total = 0;
-  for (Index j = chunk.begin; j < chunk.end; ++j) total += x[static_cast<std::size_t>(j)].lo() - shift;
-  const double denominator = total + eps;
-  double h = 0;
-  for (Index j = chunk.begin; j < chunk.end; ++j) {
-    const double p = (x[static_cast<std::size_t>(j)].lo() - shift) / denominator;
-    h -= p * std::log(p + eps);
-  }
-  const double normalized = h / std::log(static_cast<double>(n));
-  // Lambda + 1 <= -log(eps) + 2 (glibc's log within one ulp, eps <= 1); the bound itself is evaluated outward.
-  const DoubleEnclosure lambda_plus_one = DoubleEnclosure(-std::log(eps)) + DoubleEnclosure(2.0);
-  const DoubleEnclosure bound =
-      DoubleEnclosure(4.0 * static_cast<double>(n) + 32.0) * DoubleEnclosure(kDoubleUnit) * lambda_plus_one + DoubleEnclosure(0x1p-1000);
-  DoubleEnclosure e = widened(widened(DoubleEnclosure(normalized), bound.hi()), kFilteredEntropySlack);
-  return lesser(greater(e, DoubleEnclosure(0.0)), DoubleEnclosure(1.0));  // clamp is monotone
-}
-
 Real lesser(const Real& a, const Real& b) { return std::min(a, b); }
 Real greater(const Real& a, const Real& b) { return std::max(a, b); }
 
 Real entropy_of(const std::vector<Real>& x, const Chunk& chunk, const Real& eps) { return precise_entropy(x, chunk, eps); }
 DoubleEnclosure entropy_of(const std::vector<DoubleEnclosure>& x, const Chunk& chunk, const DoubleEnclosure& eps) {
-  if (chunk.size() > 1 && eps.lo() == eps.hi() && static_entropy_eps(eps.lo()) && all_points(x, chunk))
-    return entropy_by_static_bound(x, chunk, eps.lo());
+  if (auto e = entropy_by_static_bound(x, chunk, eps)) return *e;
   return precise_entropy(x, chunk, eps);
 }
 

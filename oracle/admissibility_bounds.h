@@ -18,6 +18,7 @@
 // proofs/15_filtered_admissibility.md).
 #pragma once
 
+#include <optional>
 #include <vector>
 
 #include "oracle/chunk_internal.h"
@@ -66,6 +67,13 @@ inline const TieKey* add_tie_key(std::vector<TieKey>& keys, TieFormula formula, 
   return &k;
 }
 using SelectorBounds = SelectorBoundsOf<Real>;
+
+// An enclosure of the 50-digit normalized entropy of `chunk` (precise_entropy) from one plain double evaluation and
+// an a-priori bound on its error (proofs/15_filtered_admissibility.md, "Static bounds for the entropy terms"), or
+// nullopt where that bound is not derived: a head sum that is not a double (a point), n < 2, eps outside
+// [2^-900, 1]. selector_bounds<DoubleEnclosure> uses it, and the per-operation enclosure otherwise.
+std::optional<DoubleEnclosure> entropy_by_static_bound(const std::vector<DoubleEnclosure>& x, const Chunk& chunk,
+                                                       const DoubleEnclosure& eps);
 
 // `clamp`: the exact flavour of EG-ChunkKV ranks max(0, head sum). `with_entropy`: EG-ChunkKV only.
 // V = Real or DoubleEnclosure (explicitly instantiated); the DoubleEnclosure one may throw UndecidedInDouble.
