@@ -163,7 +163,7 @@ EntropyErrorSums<Real> entropy_error_sums(const std::vector<Real>& x, const std:
 }
 // Static bounds: every term is >= 0 (err_j and extra are enclosures of products of nonnegative numbers), so a
 // recursive double sum is within gamma(k) (relative) of the exact sum and the 50-digit run's within 2^-150 of it;
-// the radii (n + 2) u and (2n + 8) u cover both with headroom (proofs/15_filtered_admissibility.md).
+// the radii (2n + 4) u and (2n + 8) u cover both with headroom (proofs/15_filtered_admissibility.md).
 EntropyErrorSums<DoubleEnclosure> entropy_error_sums(const std::vector<DoubleEnclosure>& x, const std::vector<DoubleEnclosure>& err,
                                                      const Chunk& c, const DoubleEnclosure& shift, const DoubleEnclosure& extra,
                                                      const DoubleEnclosure& unit) {
@@ -183,7 +183,7 @@ EntropyErrorSums<DoubleEnclosure> entropy_error_sums(const std::vector<DoubleEnc
   auto scaled = [](double radius) { return DoubleEnclosure::between(1.0 - radius, DoubleEnclosure::up(1.0 + radius)); };
   const DoubleEnclosure underflow = DoubleEnclosure::between(-n * 0x1p-1074, n * 0x1p-1074);
   EntropyErrorSums<DoubleEnclosure> out;
-  out.total = DoubleEnclosure(total) * scaled((n + 2.0) * kDoubleUnit);
+  out.total = DoubleEnclosure(total) * scaled((2.0 * n + 4.0) * kDoubleUnit);
   const DoubleEnclosure sum = greater(DoubleEnclosure::between(low, high) + underflow, DoubleEnclosure(0.0));  // the sums are >= 0
   out.perturbation = sum * scaled((2.0 * n + 8.0) * kDoubleUnit);
   return out;
