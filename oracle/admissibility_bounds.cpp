@@ -7,7 +7,9 @@
 #include <cmath>
 #include <limits>
 #include <map>
+#include <tuple>
 #include <type_traits>
+#include <utility>
 
 namespace kvaudit::oracle::detail {
 
@@ -91,7 +93,7 @@ ExactStatistics<DoubleEnclosure> exact_statistics(const HeadScores& scores, cons
       v = greater(v, DoubleEnclosure(0.0));  // max(0, x) is monotone
       if (sum.exact && (sum.hi < 0 || (sum.hi == 0 && sum.lo < 0))) sum = ExactDoubleSum{};  // exactly 0
     }
-    if (sum.exact) v.set_key(add_tie_key(keys, TieFormula::ExactTokenValue, sum.hi, sum.lo));
+    if (sum.exact) v.set_key(add_tie_key(keys, TieFormula::ExactTokenValue, sum.canonical().rounded, sum.canonical().remainder));
     s.x.push_back(v);
   }
   for (const Chunk& c : chunks) {
@@ -106,7 +108,9 @@ ExactStatistics<DoubleEnclosure> exact_statistics(const HeadScores& scores, cons
     DoubleEnclosure mean = (total.enclosure() + inexact_part) / DoubleEnclosure(c.size());
     bool all_exact = total.exact;
     for (Index j = c.begin; j < c.end && all_exact; ++j) all_exact = sums[static_cast<std::size_t>(j)].exact;
-    if (all_exact) mean.set_key(add_tie_key(keys, TieFormula::ExactChunkMean, total.hi, total.lo, static_cast<double>(c.size())));
+    if (all_exact)
+      mean.set_key(add_tie_key(keys, TieFormula::ExactChunkMean, total.canonical().rounded, total.canonical().remainder,
+                               static_cast<double>(c.size())));
     s.means.push_back(mean);
   }
   return s;
@@ -230,25 +234,42 @@ void key_means(IntervalOf<DoubleEnclosure>& v, const DoubleEnclosure& mean, cons
   }
   if (!total.exact) return;
   if (total.hi != 0 && std::ilogb(total.hi) + 1 - lowest_bit >= 160) return;
-  v.lo.set_key(add_tie_key(keys, TieFormula::ChunkMeanMinusError, k->a, k->b, k->c, total.hi, total.lo));
-  v.hi.set_key(add_tie_key(keys, TieFormula::ChunkMeanPlusError, k->a, k->b, k->c, total.hi, total.lo));
+  const ExactDoubleSum::Pair mass_sum = total.canonical();
+  v.lo.set_key(add_tie_key(keys, TieFormula::ChunkMeanMinusError, k->a, k->b, k->c, mass_sum.rounded, mass_sum.remainder));
+  v.hi.set_key(add_tie_key(keys, TieFormula::ChunkMeanPlusError, k->a, k->b, k->c, mass_sum.rounded, mass_sum.remainder));
 }
 
 // A chunk's entropy ends are functions of its sequence of exact head sums and masses (and of eps, r, H,
-// shared by the check): chunks with equal sequences get equal ids, and so bit-identical 50-digit ends.
+// shared by the check): chunks with equal sequences get equal ids, and so bit-identical 50-digit ends. With
+// ExactOnly the ends are the 50-digit entropy itself (no error term), which precise_entropy computes from the
+// sorted values: a function of the multiset of exact head sums, so the id is that multiset's (permuted chunks
+// tie: common in tie-heavy scores, where they made the fuzz harness's exact-ties self-check fall back).
 class ChunkContentIds {
  public:
-  void key(IntervalOf<Real>&, const std::vector<Real>&, const std::vector<double>&, const Chunk&, std::vector<TieKey>&) {}
+  void key(IntervalOf<Real>&, const std::vector<Real>&, const std::vector<double>&, const Chunk&, bool, std::vector<TieKey>&) {}
   void key(IntervalOf<DoubleEnclosure>& v, const std::vector<DoubleEnclosure>& x, const std::vector<double>& mass, const Chunk& c,
-           std::vector<TieKey>& keys) {
+           bool exact, std::vector<TieKey>& keys) {
     std::vector<double> content;
     content.reserve(static_cast<std::size_t>(3 * c.size()));
     for (Index j = c.begin; j < c.end; ++j) {
       const TieKey* k = x[static_cast<std::size_t>(j)].key();
       if (k == nullptr || k->formula != TieFormula::ExactTokenValue) return;
-      content.insert(content.end(), {k->a, k->b, mass[static_cast<std::size_t>(j)]});
+      if (exact) content.insert(content.end(), {k->a, k->b});
+      else content.insert(content.end(), {k->a, k->b, mass[static_cast<std::size_t>(j)]});
+    }
+    if (exact) {  // the multiset: its (a, b) pairs in one fixed order
+      std::vector<std::pair<double, double>> pairs(content.size() / 2);
+      for (std::size_t i = 0; i < pairs.size(); ++i) pairs[i] = {content[2 * i], content[2 * i + 1]};
+      std::sort(pairs.begin(), pairs.end());
+      for (std::size_t i = 0; i < pairs.size(); ++i) std::tie(content[2 * i], content[2 * i + 1]) = pairs[i];
     }
     auto [it, added] = ids_.try_emplace(std::move(content), static_cast<double>(ids_.size()));
+    if (exact) {  // both ends are the entropy in [0, 1] (precise_entropy clamps): chunk i's lower end ties chunk j's upper
+      const TieKey* k = add_tie_key(keys, TieFormula::ExactOnlyEntropy, it->second);
+      v.lo.set_key(k);
+      v.hi.set_key(k);
+      return;
+    }
     v.lo.set_key(add_tie_key(keys, TieFormula::EntropyLow, it->second));
     v.hi.set_key(add_tie_key(keys, TieFormula::EntropyHigh, it->second));
   }
@@ -319,7 +340,7 @@ SelectorBoundsOf<V> selector_bounds(const HeadScores& scores, const SelectorPara
     }
     V lo = h - h_err, hi = h + h_err;
     IntervalOf<V> entropy{greater(lo, V(0.0)), lesser(hi, V(1.0))};  // the computed value is clamped to [0, 1]
-    content_ids.key(entropy, x, mass, c, b.tie_keys);
+    content_ids.key(entropy, x, mass, c, exact, b.tie_keys);
     b.entropy.push_back(entropy);
   }
   return b;
