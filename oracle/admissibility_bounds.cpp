@@ -7,14 +7,60 @@
 #include <cmath>
 #include <limits>
 #include <map>
+#include <tuple>
 #include <type_traits>
+#include <utility>
 
 namespace kvaudit::oracle::detail {
-namespace {
 
 // Covers the 50-digit path's rounding in its (sorted) summation order and Boost's log inside one
 // normalized entropy, for chunks below 2^31 tokens and any eps > 0 (proofs/15_filtered_admissibility.md).
 constexpr double kFilteredEntropySlack = 0x1p-100;
+
+// Static bounds (proofs/15_filtered_admissibility.md, "Static bounds for the entropy terms"): when every head sum of
+// a chunk is a double (a point enclosure), the entropy and the per-token sums of its error term are evaluated once
+// in plain double and enclosed by an a-priori bound on that evaluation's error, instead of an enclosure per
+// operation (about ten outward-rounded operations per token). Not eligible: the general path below decides.
+namespace {
+bool all_points(const std::vector<DoubleEnclosure>& x, const Chunk& chunk) {
+  for (Index j = chunk.begin; j < chunk.end; ++j)
+    if (x[static_cast<std::size_t>(j)].lo() != x[static_cast<std::size_t>(j)].hi()) return false;  // scores are finite (validated)
+  return true;
+}
+
+constexpr double kDoubleUnit = 0x1p-53;
+// The eps the static entropy bound is derived for: 2^-900 <= eps <= 1 (kvpress: 1e-8).
+bool static_entropy_eps(double eps) { return eps >= 0x1p-900 && eps <= 1.0; }
+}  // namespace
+
+// |H^ - H| <= (4n + 32) u (Lambda + 1) + 2^-1000 for the double evaluation H^ of the normalized entropy H (exact
+// reals), Lambda = -ln eps >= |ln(p + eps)|; plus kFilteredEntropySlack for the 50-digit run's own rounding.
+std::optional<DoubleEnclosure> entropy_by_static_bound(const std::vector<DoubleEnclosure>& x, const Chunk& chunk,
+                                                       const DoubleEnclosure& eps_enclosure) {
+  const Index n = chunk.size();
+  const double eps = eps_enclosure.lo();
+  if (n < 2 || eps != eps_enclosure.hi() || !static_entropy_eps(eps) || !all_points(x, chunk)) return std::nullopt;
+  double lowest = x[static_cast<std::size_t>(chunk.begin)].lo();
+  for (Index j = chunk.begin; j < chunk.end; ++j) lowest = min_of(lowest, x[static_cast<std::size_t>(j)].lo());
+  const double shift = min_of(lowest, 0.0);
+  double total = 0;
+  for (Index j = chunk.begin; j < chunk.end; ++j) total += x[static_cast<std::size_t>(j)].lo() - shift;
+  const double denominator = total + eps;
+  double h = 0;
+  for (Index j = chunk.begin; j < chunk.end; ++j) {
+    const double p = (x[static_cast<std::size_t>(j)].lo() - shift) / denominator;
+    h -= p * std::log(p + eps);
+  }
+  const double normalized = h / std::log(static_cast<double>(n));
+  // Lambda + 1 <= -log(eps) + 2 (glibc's log within one ulp, eps <= 1); the bound itself is evaluated outward.
+  const DoubleEnclosure lambda_plus_one = DoubleEnclosure(-std::log(eps)) + DoubleEnclosure(2.0);
+  const DoubleEnclosure bound =
+      DoubleEnclosure(4.0 * static_cast<double>(n) + 32.0) * DoubleEnclosure(kDoubleUnit) * lambda_plus_one + DoubleEnclosure(0x1p-1000);
+  DoubleEnclosure e = widened(widened(DoubleEnclosure(normalized), bound.hi()), kFilteredEntropySlack);
+  return lesser(greater(e, DoubleEnclosure(0.0)), DoubleEnclosure(1.0));  // clamp is monotone
+}
+
+namespace {
 
 // The exact statistics both paths start from: head sums x_j (clamped at 0 when asked) and chunk means.
 template <class V>
@@ -47,7 +93,7 @@ ExactStatistics<DoubleEnclosure> exact_statistics(const HeadScores& scores, cons
       v = greater(v, DoubleEnclosure(0.0));  // max(0, x) is monotone
       if (sum.exact && (sum.hi < 0 || (sum.hi == 0 && sum.lo < 0))) sum = ExactDoubleSum{};  // exactly 0
     }
-    if (sum.exact) v.set_key(add_tie_key(keys, TieKey{TieFormula::ExactTokenValue, sum.hi, sum.lo}));
+    if (sum.exact) v.set_key(add_tie_key(keys, TieFormula::ExactTokenValue, sum.canonical().rounded, sum.canonical().remainder));
     s.x.push_back(v);
   }
   for (const Chunk& c : chunks) {
@@ -62,7 +108,9 @@ ExactStatistics<DoubleEnclosure> exact_statistics(const HeadScores& scores, cons
     DoubleEnclosure mean = (total.enclosure() + inexact_part) / DoubleEnclosure(c.size());
     bool all_exact = total.exact;
     for (Index j = c.begin; j < c.end && all_exact; ++j) all_exact = sums[static_cast<std::size_t>(j)].exact;
-    if (all_exact) mean.set_key(add_tie_key(keys, TieKey{TieFormula::ExactChunkMean, total.hi, total.lo, static_cast<double>(c.size())}));
+    if (all_exact)
+      mean.set_key(add_tie_key(keys, TieFormula::ExactChunkMean, total.canonical().rounded, total.canonical().remainder,
+                               static_cast<double>(c.size())));
     s.means.push_back(mean);
   }
   return s;
@@ -90,6 +138,61 @@ DoubleEnclosure precise_entropy(const std::vector<DoubleEnclosure>& x, const Chu
 Real lesser(const Real& a, const Real& b) { return std::min(a, b); }
 Real greater(const Real& a, const Real& b) { return std::max(a, b); }
 
+Real entropy_of(const std::vector<Real>& x, const Chunk& chunk, const Real& eps) { return precise_entropy(x, chunk, eps); }
+DoubleEnclosure entropy_of(const std::vector<DoubleEnclosure>& x, const Chunk& chunk, const DoubleEnclosure& eps) {
+  if (auto e = entropy_by_static_bound(x, chunk, eps)) return *e;
+  return precise_entropy(x, chunk, eps);
+}
+
+// The two sums of the entropy's error term over a chunk: total = sum y_j and perturbation = sum (err_j + extra) +
+// unit |y_j|, y_j = x_j - shift, in index order (both runs).
+template <class V>
+struct EntropyErrorSums {
+  V total, perturbation;
+};
+template <class V>
+EntropyErrorSums<V> entropy_error_sums_by_operation(const std::vector<V>& x, const std::vector<V>& err, const Chunk& c, const V& shift,
+                                                    const V& extra, const V& unit) {
+  V total(0.0), perturbation(0.0);
+  for (Index j = c.begin; j < c.end; ++j) {
+    V y = x[static_cast<std::size_t>(j)] - shift;
+    total += y;
+    perturbation += err[static_cast<std::size_t>(j)] + extra + unit * abs(y);
+  }
+  return {total, perturbation};
+}
+EntropyErrorSums<Real> entropy_error_sums(const std::vector<Real>& x, const std::vector<Real>& err, const Chunk& c, const Real& shift,
+                                          const Real& extra, const Real& unit) {
+  return entropy_error_sums_by_operation(x, err, c, shift, extra, unit);
+}
+// Static bounds: every term is >= 0 (err_j and extra are enclosures of products of nonnegative numbers), so a
+// recursive double sum is within gamma(k) (relative) of the exact sum and the 50-digit run's within 2^-150 of it;
+// the radii (2n + 4) u and (2n + 8) u cover both with headroom (proofs/15_filtered_admissibility.md).
+EntropyErrorSums<DoubleEnclosure> entropy_error_sums(const std::vector<DoubleEnclosure>& x, const std::vector<DoubleEnclosure>& err,
+                                                     const Chunk& c, const DoubleEnclosure& shift, const DoubleEnclosure& extra,
+                                                     const DoubleEnclosure& unit) {
+  if (shift.lo() != shift.hi() || unit.lo() != unit.hi() || extra.lo() < 0 || !all_points(x, c))
+    return entropy_error_sums_by_operation(x, err, c, shift, extra, unit);
+  const double s = shift.lo(), scale = unit.lo();
+  double total = 0, low = 0, high = 0;
+  for (Index j = c.begin; j < c.end; ++j) {
+    const double y = x[static_cast<std::size_t>(j)].lo() - s;
+    const DoubleEnclosure& e = err[static_cast<std::size_t>(j)];
+    total += y;
+    low += (e.lo() + extra.lo()) + scale * y;
+    high += (e.hi() + extra.hi()) + scale * y;
+  }
+  // Each end scaled by [1 - r, 1 + r] in outward arithmetic; n 2^-1074 covers unit * y rounding below 2^-1022.
+  const auto n = static_cast<double>(c.size());
+  auto scaled = [](double radius) { return DoubleEnclosure::between(1.0 - radius, DoubleEnclosure::up(1.0 + radius)); };
+  const DoubleEnclosure underflow = DoubleEnclosure::between(-n * 0x1p-1074, n * 0x1p-1074);
+  EntropyErrorSums<DoubleEnclosure> out;
+  out.total = DoubleEnclosure(total) * scaled((2.0 * n + 4.0) * kDoubleUnit);
+  const DoubleEnclosure sum = greater(DoubleEnclosure::between(low, high) + underflow, DoubleEnclosure(0.0));  // the sums are >= 0
+  out.perturbation = sum * scaled((2.0 * n + 8.0) * kDoubleUnit);
+  return out;
+}
+
 template <class V>
 V gamma(Index k) {
   const V unit(std::ldexp(1.0, -24));  // float32 unit roundoff
@@ -106,8 +209,8 @@ void key_endpoints(IntervalOf<DoubleEnclosure>& v, const DoubleEnclosure& x, dou
     v.lo.set_key(k);
     v.hi.set_key(k);
   } else {
-    v.lo.set_key(add_tie_key(keys, TieKey{TieFormula::TokenValueMinusError, k->a, k->b, mass}));
-    v.hi.set_key(add_tie_key(keys, TieKey{TieFormula::TokenValuePlusError, k->a, k->b, mass}));
+    v.lo.set_key(add_tie_key(keys, TieFormula::TokenValueMinusError, k->a, k->b, mass));
+    v.hi.set_key(add_tie_key(keys, TieFormula::TokenValuePlusError, k->a, k->b, mass));
   }
 }
 // A chunk mean's ends: the mean alone (ExactOnly), or the mean -/+ an error that is a function of n and of
@@ -131,27 +234,44 @@ void key_means(IntervalOf<DoubleEnclosure>& v, const DoubleEnclosure& mean, cons
   }
   if (!total.exact) return;
   if (total.hi != 0 && std::ilogb(total.hi) + 1 - lowest_bit >= 160) return;
-  v.lo.set_key(add_tie_key(keys, TieKey{TieFormula::ChunkMeanMinusError, k->a, k->b, k->c, total.hi, total.lo}));
-  v.hi.set_key(add_tie_key(keys, TieKey{TieFormula::ChunkMeanPlusError, k->a, k->b, k->c, total.hi, total.lo}));
+  const ExactDoubleSum::Pair mass_sum = total.canonical();
+  v.lo.set_key(add_tie_key(keys, TieFormula::ChunkMeanMinusError, k->a, k->b, k->c, mass_sum.rounded, mass_sum.remainder));
+  v.hi.set_key(add_tie_key(keys, TieFormula::ChunkMeanPlusError, k->a, k->b, k->c, mass_sum.rounded, mass_sum.remainder));
 }
 
 // A chunk's entropy ends are functions of its sequence of exact head sums and masses (and of eps, r, H,
-// shared by the check): chunks with equal sequences get equal ids, and so bit-identical 50-digit ends.
+// shared by the check): chunks with equal sequences get equal ids, and so bit-identical 50-digit ends. With
+// ExactOnly the ends are the 50-digit entropy itself (no error term), which precise_entropy computes from the
+// sorted values: a function of the multiset of exact head sums, so the id is that multiset's (permuted chunks
+// tie: common in tie-heavy scores, where they made the fuzz harness's exact-ties self-check fall back).
 class ChunkContentIds {
  public:
-  void key(IntervalOf<Real>&, const std::vector<Real>&, const std::vector<double>&, const Chunk&, std::vector<TieKey>&) {}
+  void key(IntervalOf<Real>&, const std::vector<Real>&, const std::vector<double>&, const Chunk&, bool, std::vector<TieKey>&) {}
   void key(IntervalOf<DoubleEnclosure>& v, const std::vector<DoubleEnclosure>& x, const std::vector<double>& mass, const Chunk& c,
-           std::vector<TieKey>& keys) {
+           bool exact, std::vector<TieKey>& keys) {
     std::vector<double> content;
     content.reserve(static_cast<std::size_t>(3 * c.size()));
     for (Index j = c.begin; j < c.end; ++j) {
       const TieKey* k = x[static_cast<std::size_t>(j)].key();
       if (k == nullptr || k->formula != TieFormula::ExactTokenValue) return;
-      content.insert(content.end(), {k->a, k->b, mass[static_cast<std::size_t>(j)]});
+      if (exact) content.insert(content.end(), {k->a, k->b});
+      else content.insert(content.end(), {k->a, k->b, mass[static_cast<std::size_t>(j)]});
+    }
+    if (exact) {  // the multiset: its (a, b) pairs in one fixed order
+      std::vector<std::pair<double, double>> pairs(content.size() / 2);
+      for (std::size_t i = 0; i < pairs.size(); ++i) pairs[i] = {content[2 * i], content[2 * i + 1]};
+      std::sort(pairs.begin(), pairs.end());
+      for (std::size_t i = 0; i < pairs.size(); ++i) std::tie(content[2 * i], content[2 * i + 1]) = pairs[i];
     }
     auto [it, added] = ids_.try_emplace(std::move(content), static_cast<double>(ids_.size()));
-    v.lo.set_key(add_tie_key(keys, TieKey{TieFormula::EntropyLow, it->second}));
-    v.hi.set_key(add_tie_key(keys, TieKey{TieFormula::EntropyHigh, it->second}));
+    if (exact) {  // both ends are the entropy in [0, 1] (precise_entropy clamps): chunk i's lower end ties chunk j's upper
+      const TieKey* k = add_tie_key(keys, TieFormula::ExactOnlyEntropy, it->second);
+      v.lo.set_key(k);
+      v.hi.set_key(k);
+      return;
+    }
+    v.lo.set_key(add_tie_key(keys, TieFormula::EntropyLow, it->second));
+    v.hi.set_key(add_tie_key(keys, TieFormula::EntropyHigh, it->second));
   }
 
  private:
@@ -203,7 +323,7 @@ SelectorBoundsOf<V> selector_bounds(const HeadScores& scores, const SelectorPara
     key_means(s, mean, mass.data() + c.begin, mass.data() + c.end, exact, b.tie_keys);
     b.score.push_back(s);
     if (!with_entropy) continue;
-    V h = precise_entropy(x, c, eps);
+    V h = entropy_of(x, c, eps);
     V h_err(0.0);
     if (!exact && n > 1) {
       V min_x = x[static_cast<std::size_t>(c.begin)], max_err(0.0);
@@ -214,18 +334,13 @@ SelectorBoundsOf<V> selector_bounds(const HeadScores& scores, const SelectorPara
       // Rebasing by the minimum happens when the computed minimum may be negative.
       bool rebased = min_x - max_err < V(0.0);
       V shift = lesser(min_x, V(0.0));
-      V total(0.0), perturbation(0.0);
-      for (Index j = c.begin; j < c.end; ++j) {
-        V y = x[static_cast<std::size_t>(j)] - shift;
-        total += y;
-        perturbation += err[static_cast<std::size_t>(j)] + (rebased ? max_err : V(0.0)) + unit * abs(y);
-      }
+      auto [total, perturbation] = entropy_error_sums(x, err, c, shift, rebased ? max_err : V(0.0), unit);
       V log_n = log(V(n));
       h_err = safety * ((sensitivity * perturbation / (total + eps) + gamma<V>(n + 6) * (log_n + V(2.0))) / log_n + unit);
     }
     V lo = h - h_err, hi = h + h_err;
     IntervalOf<V> entropy{greater(lo, V(0.0)), lesser(hi, V(1.0))};  // the computed value is clamped to [0, 1]
-    content_ids.key(entropy, x, mass, c, b.tie_keys);
+    content_ids.key(entropy, x, mass, c, exact, b.tie_keys);
     b.entropy.push_back(entropy);
   }
   return b;

@@ -78,6 +78,14 @@ bool counts_feasible(const std::vector<Choice>& choices, const std::vector<Possi
          (free_zero_contrib && ok(deficit - 1, slack - 1, free_zero - 1));
 }
 
+// Whether two values are known to be equal without a decision that could throw: exactly, in 50 digits; by a shared
+// tie key or as equal points, in double enclosures (false there only means "not known").
+bool same_value(const Real& a, const Real& b) { return a == b; }
+bool same_value(const DoubleEnclosure& a, const DoubleEnclosure& b) {
+  if (a.key() != nullptr && b.key() != nullptr && a.key()->same_value_as(*b.key())) return true;
+  return a.lo() == a.hi() && b.lo() == b.hi() && a.lo() == b.lo();
+}
+
 // The k-th smallest of `sorted` after its element at `removed` is replaced by `replacement`, in O(log n).
 // `is_replacement` says whether the answer is the replacement itself.
 template <class V>
@@ -107,9 +115,12 @@ V median_with_replacement(const std::vector<V>& sorted, std::size_t removed, con
   V lower = kth_with_replacement(sorted, removed, replacement, k, is_replacement);
   if (rule == MedianRule::Lower || n % 2 == 1) return lower;
   bool upper_is_replacement = false;
-  V mean = (lower + kth_with_replacement(sorted, removed, replacement, k + 1, upper_is_replacement)) / 2;
+  V upper = kth_with_replacement(sorted, removed, replacement, k + 1, upper_is_replacement);
+  // Equal middles: the mean is that value exactly ((a + a) / 2 = a in binary floating point), and returning it keeps
+  // its tie key, so a chunk tied with both middles compares equal in double instead of falling back.
+  if (same_value(lower, upper)) return lower;
   is_replacement = false;
-  return mean;
+  return (lower + upper) / 2;
 }
 
 struct Failure {

@@ -29,14 +29,16 @@ struct UndecidedInDouble : std::runtime_error {
 // What a tie key identifies: the formula whose 50-digit value is a function of the key alone.
 enum class TieFormula : unsigned char {
   None,
-  ExactTokenValue,       // round50(x_j): a = hi, b = lo of the exact head sum as an unevaluated pair
+  ExactTokenValue,       // round50(x_j): a, b = the exact head sum as its canonical pair (ExactDoubleSum::canonical)
   TokenValueMinusError,  // round50(round50(x_j) - err(mass_j)): a, b as above, c = mass_j
   TokenValuePlusError,   // round50(round50(x_j) + err(mass_j))
   ExactChunkMean,        // round50(round50(S_i) / n_i): a, b the exact chunk sum's pair, c = n_i
   ChunkMeanMinusError,   // mean - err(A_i, n_i): a, b, c as above, d, e the exact pair of A_i (sum of mass_j)
   ChunkMeanPlusError,    // mean + err(A_i, n_i)
   EntropyLow,            // a chunk's entropy interval ends: a = the id of the chunk's content (its sequence of
-  EntropyHigh,           //   exact head sums and masses), equal only for chunks with equal content
+  EntropyHigh,           //   exact head sums and masses; with ExactOnly the sorted multiset of exact head sums),
+                         //   equal only for chunks with equal content
+  ExactOnlyEntropy,      // with ExactOnly both ends are the 50-digit entropy itself: one key for both, a as above
 };
 
 struct TieKey {
@@ -211,6 +213,16 @@ struct ExactDoubleSum {
   DoubleEnclosure enclosure() const {
     DoubleEnclosure v = DoubleEnclosure(hi) + DoubleEnclosure(lo);
     return exact ? v : widened(v, slack);
+  }
+  // While `exact`: the exact sum as (its round-to-nearest double, the exact remainder), by TwoSum. Unlike (hi, lo),
+  // which depend on the order of the adds, this pair is a function of the value alone: tie keys use it, so sums
+  // of the same values in another order (columns or chunks with permuted content) share a key.
+  struct Pair {
+    double rounded, remainder;
+  };
+  Pair canonical() const {
+    double r = hi + lo, bb = r - hi, e = (hi - (r - bb)) + (lo - bb);
+    return {r, e};
   }
 };
 

@@ -7,7 +7,8 @@
 //     kept and one dropped position exchanged, and it with one kept and one dropped chunk exchanged;
 //   - on the recorded kvpress selections of the shipped dumps (every one with KVAUDIT_FILTER_EVERY_LAYER=1; SKIPPED
 //     without data/);
-// and every 50-digit bound lies inside its enclosure, with equal tie keys only on equal 50-digit values.
+// and every 50-digit bound lies inside its enclosure, with equal tie keys only on equal 50-digit values; and the
+// static entropy bound (entropy_by_static_bound) encloses the 50-digit entropy on chunks harder than those cases.
 // Case count: KVAUDIT_FILTER_CASES (default 100,000) for the generated part.
 #include <gtest/gtest.h>
 #include <rapidcheck/gtest.h>
@@ -218,6 +219,63 @@ RC_GTEST_PROP(FilteredAdmissibility, SameVerdictRuleAndMessageAsTheFiftyDigitRef
   ++tally().cases;
 }
 
+// The static entropy bound on its own, over harder chunks than the selector cases reach: values across the float32
+// range times a few heads (tiny, huge, negative, zero, pooled ties), n up to 300, eps across [2^-900, 1]. The 50-digit
+// precise_entropy lies inside entropy_by_static_bound; the tally keeps how much of the bound was used.
+struct StaticEntropyTally {
+  long chunks = 0, clamped = 0;
+  double max_used = 0;  // max |H50 - centre| / half-width over unclamped enclosures
+};
+StaticEntropyTally& static_tally() {
+  static StaticEntropyTally t;
+  return t;
+}
+
+RC_GTEST_PROP(FilteredAdmissibility, StaticEntropyBoundEnclosesTheFiftyDigitEntropy, ()) {
+  const auto n = static_cast<Index>(*rc::gen::weightedOneOf<int>({{15, rc::gen::inRange(2, 33)}, {1, rc::gen::inRange(33, 301)}}));
+  const std::vector<double> pool = *rc::gen::container<std::vector<double>>(
+      4, rc::gen::map(rc::gen::pair(rc::gen::inRange(-(1 << 24), 1 << 24), rc::gen::inRange(-149, 128)),
+                      [](std::pair<int, int> m) { return std::ldexp(static_cast<double>(m.first), m.second - 24); }));
+  std::vector<detail::DoubleEnclosure> x;
+  std::vector<detail::Real> reference_x;
+  for (Index j = 0; j < n; ++j) {
+    const double v = *rc::gen::weightedOneOf<double>(
+        {{4, rc::gen::elementOf(pool)},
+         {1, rc::gen::just(0.0)},
+         {4, rc::gen::map(rc::gen::pair(rc::gen::inRange(-(1 << 24), 1 << 24), rc::gen::inRange(-149, 131)),
+                          [](std::pair<int, int> m) { return std::ldexp(static_cast<double>(m.first), m.second - 24); })}});
+    x.emplace_back(v);
+    reference_x.emplace_back(v);
+  }
+  const double eps = *rc::gen::weightedOneOf<double>(
+      {{2, rc::gen::element(1e-8, 1.0, 0x1p-900, 0.5, 1e-300)},
+       {3, rc::gen::map(rc::gen::inRange(-900, 1), [](int e) { return std::ldexp(1.0 + std::ldexp(static_cast<double>(e & 1023), -10), e - 1); })}});
+  RC_PRE(eps >= 0x1p-900 && eps <= 1.0);
+  const detail::Chunk chunk{0, n};
+  const auto enclosure = detail::entropy_by_static_bound(x, chunk, detail::DoubleEnclosure(eps));
+  RC_ASSERT(enclosure.has_value());
+  const detail::Real h = detail::precise_entropy(reference_x, chunk, detail::Real(eps));
+  RC_ASSERT(detail::Real(enclosure->lo()) <= h);
+  RC_ASSERT(h <= detail::Real(enclosure->hi()));
+  ++static_tally().chunks;
+  if (enclosure->lo() <= 0.0 || enclosure->hi() >= 1.0) {
+    ++static_tally().clamped;
+  } else {
+    const detail::Real centre = (detail::Real(enclosure->lo()) + detail::Real(enclosure->hi())) / 2;
+    const detail::Real half = (detail::Real(enclosure->hi()) - detail::Real(enclosure->lo())) / 2;
+    static_tally().max_used = std::max(static_tally().max_used, static_cast<double>(abs(h - centre) / half));
+  }
+}
+
+TEST(FilteredAdmissibility, ZStaticEntropyCoverage) {
+  const StaticEntropyTally& t = static_tally();
+  ASSERT_GE(t.chunks, case_count()) << "the static-bound property ran fewer cases than asked";
+  ASSERT_GT(t.chunks, t.clamped) << "every enclosure was clamped: nothing was measured against the bound";
+  ProofReport::get().cover("static-entropy", std::to_string(t.chunks) + " chunks (" + std::to_string(t.clamped) +
+                                                 " clamped to [0, 1]); largest |H50 - centre| / half-width " +
+                                                 std::to_string(t.max_used));
+}
+
 TEST(FilteredAdmissibility, ZGeneratedCoverage) {
   const Tally& t = tally();
   ASSERT_GE(t.cases, case_count()) << "the property ran fewer cases than asked";
@@ -281,7 +339,8 @@ TEST(FilteredAdmissibility, ZZVerdict) {
   // Without the shipped dumps the recorded part reports SKIPPED and the verdict rests on the generated part.
   const bool dumps = ProofReport::get().has("recorded");
   ProofReport::get().conclude("15_filtered_admissibility", "proved-and-checked",
-                              dumps ? std::vector<std::string>{"generated", "recorded"} : std::vector<std::string>{"generated"});
+                              dumps ? std::vector<std::string>{"generated", "static-entropy", "recorded"}
+                                    : std::vector<std::string>{"generated", "static-entropy"});
 }
 
 }  // namespace
