@@ -3,6 +3,8 @@
 #include "audit/page_foreign.h"
 
 #include <algorithm>
+#include <cstdio>
+#include <cstdlib>
 #include <fstream>
 #include <map>
 #include <set>
@@ -55,6 +57,23 @@ struct Counts {
 };
 
 std::string short_commit(const std::string& c) { return c.substr(0, 8); }
+
+// A page option's flag: "entropy_on" -> "entropy-on".
+std::string flag_of(std::string knob) {
+  std::replace(knob.begin(), knob.end(), '_', '-');
+  return knob;
+}
+
+// Shortest round-trip text of a logged value ("1", "0.0068817138671875").
+std::string fmt_number(double v) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.17g", v);
+  for (int precision = 1; precision <= 17; ++precision) {
+    std::snprintf(buf, sizeof buf, "%.*g", precision, v);
+    if (std::strtod(buf, nullptr) == v) break;
+  }
+  return buf;
+}
 
 }  // namespace
 
@@ -435,7 +454,7 @@ Section page_paper_code_section(const AuditContext& ctx) {
     std::string measured;
     if (!dis.knob.empty()) {
       const Effect& e = effects[dis.id];
-      measured = "the `paper` preset and --" + dis.knob + " " + dis.code_value + " keep different pages in " + std::to_string(e.differ) +
+      measured = "the `paper` preset and --" + flag_of(dis.knob) + " " + dis.code_value + " keep different pages in " + std::to_string(e.differ) +
                  " of " + std::to_string(e.compared) + " (prompt, layer, KV group) cases at rho 0.8" +
                  (e.example.empty() ? "" : "; e.g. " + e.example);
       summary[dis.id] = {{"compared", e.compared}, {"differ", e.differ}};
@@ -457,8 +476,95 @@ Section page_paper_code_section(const AuditContext& ctx) {
                                {"reproduce", dis.knob.empty() ? std::string("docs/page-entrokv.md section 9")
                                                               : "kvaudit page-select --data DIR --prompt P --layer L --group-size G "
                                                                 "--compression-ratio 0.8 --preset paper [--" +
-                                                                    dis.knob + " " + dis.code_value + "]"},
+                                                                    flag_of(dis.knob) + " " + dis.code_value + "]"},
                                {"counterexample", {{"paper", dis.paper}, {"code", dis.code}, {"codebase", dis.codebase}}}});
+  }
+  // The paper's headline claims against the authors' own released logs (data/pageentro_authors/logs.json): the
+  // claim's own procedure and object as far as the log holds it, so own protocol; the source's n beside the log's.
+  const std::string logs_file = ctx.data_dir + "/pageentro_authors/logs.json";
+  if (std::ifstream logs_in{logs_file}) {
+    try {
+      const json logs = json::parse(logs_in);
+      if (logs.value("schema", "") != "kvaudit-source-logs/1") throw InputError(logs_file, "schema", logs.value("schema", "(missing)"));
+      const std::string at = logs.at("repository").get<std::string>() + " @" + short_commit(logs.at("commit").get<std::string>());
+      const json& e1 = logs.at("logs").at("experiment_1_structural_bounds_real");
+      const json& e2 = logs.at("logs").at("experiment_2_sink_masquerade");
+      const json& e3 = logs.at("logs").at("experiment_3_niah_summary");
+      const Index n1 = e1.at("rows").get<Index>();
+      double uor_max = 0, page_uor_min = 1e300, page_uor_max = -1;
+      for (double v : e1.at("distinct_values").at("uor_empirical")) uor_max = std::max(uor_max, v);
+      for (double v : e1.at("distinct_values").at("page_entrokv_uor")) page_uor_min = std::min(page_uor_min, v), page_uor_max = std::max(page_uor_max, v);
+      const std::string e1_where = at + " " + e1.at("path").get<std::string>();
+      const json uor_row = to_json(ClaimRow{
+          .claim = "Head-independent eviction reaches a union overhead of up to 4.75x at a 2% budget (Qwen2.5-1.5B, G = 6) (the authors' released log)",
+          .source = "paper main.tex @1a4fcf1c tab:pilot_uor (b) (\"2,240-cell log\"); seed 004",
+          .measured = "the authors' released log " + e1_where + ": max uor_empirical " + fmt_number(uor_max) + " over " + std::to_string(n1) +
+                      " (document, layer, group) rows, every d_jaccard 0; its harness prints \"No bloat claim follows\"",
+          .why = "the claim's own measurement, as released; the 2,240-row experiment_1_log.csv the paper names is not released, so "
+                 "not observing 4.75 in these rows does not refute \"up to\"",
+          .kind = ClaimKind::Existence,
+          .evidence = existence_evidence(uor_max, 4.745),
+          .observations = n1,
+          .source_observations = 2240});
+      sec["claims"].push_back(uor_row);
+      const json page_uor_row = to_json(ClaimRow{
+          .claim = "Page-EntroKV's union overhead ratio is 1.000 in every measurement, N = 1,008 (the authors' released log)",
+          .source = "paper main.tex @1a4fcf1c tab:pilot_uor; seed 004",
+          .measured = "the authors' released log " + e1_where + ": page_entrokv_uor in [" + fmt_number(page_uor_min) + ", " +
+                      fmt_number(page_uor_max) + "] over " + std::to_string(n1) + " rows (the paper states 1,008 measurements)",
+          .why = "a for-all statement checked on the rows the authors released, a sample of the N the paper states",
+          .kind = ClaimKind::Universal,
+          .evidence = page_uor_min == 1.0 && page_uor_max == 1.0 ? Evidence::HoldsOnSample : Evidence::Counterexample,
+          .observations = n1,
+          .source_observations = 1008});
+      sec["claims"].push_back(page_uor_row);
+      Index cells = 0, as_claimed = 0;
+      std::string lengths;
+      for (const auto& r : e3.at("rows")) {
+        ++cells;
+        as_claimed += r.at(2).get<double>() == 1.0 && r.at(3).get<double>() == 0.0;
+        const std::string T = std::to_string(r.at(0).get<Index>());
+        if (lengths.find(T) == std::string::npos) lengths += (lengths.empty() ? "" : "/") + T;
+      }
+      const Interval ci = wilson_interval(as_claimed, std::max<Index>(cells, 1));
+      const json needle_row = to_json(ClaimRow{
+          .claim = "At 20% retention, needle recall is 100% with entropy pooling vs 0% with mean pooling (the authors' released log)",
+          .source = "paper main.tex @1a4fcf1c tab:pilot_needle (a) (pooled-selection criterion); seed 004",
+          .measured = "the authors' released log " + at + " " + e3.at("path").get<std::string>() + ": " + std::to_string(as_claimed) + " of " +
+                      std::to_string(cells) + " cells 1.0 vs 0.0 (contexts " + lengths +
+                      ", depths 20/50/80 %; the paper's contexts are 959/1469/1989/2499); no budget, model or needle column",
+          .why = "the pooled-selection criterion as the log records it; under the paper's strict all-layer criterion (tab:pilot_needle "
+                 "(b)) Page-EntroKV itself scores 0 % at depths 25-75 %, which no released log holds",
+          .kind = ClaimKind::Statistical,
+          .evidence = cells ? interval_evidence(ci, 1.0, Side::At) : Evidence::NotMeasured,
+          .observations = cells,
+          .interval = ci});
+      sec["claims"].push_back(needle_row);
+      const json masq_row = to_json(ClaimRow{
+          .claim = "Sink isolation reduces masquerade effects by 13x (the authors' released log)",
+          .source = "seed 004 (\"13x\" appears nowhere in main.tex @1a4fcf1c; its metric is the sink/contextual mean weight ratio, "
+                    "2.10x raw against 0.66x isolated, fig:pilot_weights)",
+          .measured = "the authors' released log " + at + " " + e2.at("path").get<std::string>() + ": " + std::to_string(e2.at("rows").get<Index>()) +
+                      " rows, values in " + std::to_string(e2.at("rows_with_values").get<Index>()) + " (layer 0 only), largest sink mass " +
+                      fmt_number(e2.at("max_sink_mass").get<double>()) + ", every head typed contextual/retrieval: no sink head",
+          .why = "neither 13x nor the paper's 2.10x -> 0.66x can be computed from a log without sink heads",
+          .kind = ClaimKind::NotTestable});
+      sec["claims"].push_back(masq_row);
+      // A claim its own released log does not support is a finding (the claim rows above carry the verdicts).
+      const auto unsupported = [&](const std::string& id, const json& row, const std::string& what) {
+        sec["findings"].push_back({{"id", "page-paper-log-" + id},
+                                   {"rule", "unsupported-by-own-log"},
+                                   {"verdict", to_string(VerdictKind::Violates)},
+                                   {"message", row.at("claim").get<std::string>() + ": " + what + " (" + row.at("measured").get<std::string>() + ")"},
+                                   {"reproduce", "read " + logs_file + " (transcribed from " + at + ", docs/page-entrokv.md section 9)"}});
+      };
+      if (uor_max < 4.745) unsupported("union-overhead", uor_row, "the released log never exceeds " + fmt_number(uor_max));
+      unsupported("masquerade", masq_row, "the released log holds no sink head");
+    } catch (const std::exception& e) {
+      sec["status"] = "failed";
+      sec["status_reason"] = e.what();
+      return sec;
+    }
   }
   sec["tables"].push_back({{"title", "Paper (main.tex @1a4fcf1c) against the released code: both readings"},
                            {"columns", {"point", "paper", "code", "measured here"}},
