@@ -8,6 +8,7 @@
 #include <stdexcept>
 #include <string>
 
+#include "audit/parallel_rows.h"
 #include "core/paging/page_options.h"
 #include "core/paging/page_selector.h"
 #include "oracle/page_entrokv.h"
@@ -348,6 +349,17 @@ SelectorComparison compare_selector_with_oracle(const ScoreTensor& attn, const p
   const double tol = paging::page_score_rel_bound(paging::ScorePrecision::Float64, attn.tokens, params.group_size, params.page_size,
                                                  params.inverse_temperature);
   const Index layers = max_layers < 0 ? attn.layers : std::min(max_layers, attn.layers);
+  // The oracle's verdict on every (layer, group), as parallel rows (audit/parallel_rows.h): each writes its own
+  // slot; the judging below reads them in (layer, group) order, so the result is the same for every thread count.
+  struct GroupOutcome {
+    bool canonical = false;
+    Verdict verdict;
+  };
+  std::vector<GroupOutcome> outcomes(static_cast<std::size_t>(layers * fast.groups));
+  for_each_row(outcomes.size(), [&](std::size_t i) {
+    const Index l = static_cast<Index>(i) / fast.groups, g = static_cast<Index>(i) % fast.groups;
+    outcomes[i].verdict = check_group_pages(group_rows(attn, l, g, params.group_size), params, fast.kept_pages(l, g), tol, &outcomes[i].canonical);
+  });
   for (Index l = 0; l < layers; ++l) {
     for (Index g = 0; g < fast.groups; ++g) {
       const std::string where = "layer " + std::to_string(l) + " group " + std::to_string(g);
@@ -360,8 +372,9 @@ SelectorComparison compare_selector_with_oracle(const ScoreTensor& attn, const p
         return out;
       }
       ++out.groups;
-      bool canonical = false;
-      const Verdict v = check_group_pages(group_rows(attn, l, g, params.group_size), params, claimed, tol, &canonical);
+      const GroupOutcome& o = outcomes[static_cast<std::size_t>(l * fast.groups + g)];
+      const bool canonical = o.canonical;
+      const Verdict& v = o.verdict;
       if (canonical) {
         ++out.canonical;
         continue;
