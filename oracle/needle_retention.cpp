@@ -100,11 +100,21 @@ std::vector<std::vector<NeedlePageCheck>> check_needle_pages(const std::vector<s
   PageParams entropy = params, mean = params;
   entropy.pooling = Pooling::Entropy;
   mean.pooling = Pooling::Mean;
+  return check_needle_pages(rows, params, page_entrokv_group(rows, entropy), page_entrokv_group(rows, mean), pages_per_needle);
+}
+
+std::vector<std::vector<NeedlePageCheck>> check_needle_pages(const std::vector<std::span<const float>>& rows, const PageParams& params,
+                                                             const GroupResult& sel_e, const GroupResult& sel_m,
+                                                             const std::vector<std::vector<Index>>& pages_per_needle) {
+  PageParams entropy = params, mean = params;
+  entropy.pooling = Pooling::Entropy;
+  mean.pooling = Pooling::Mean;
   const Index T = rows.empty() ? 0 : static_cast<Index>(rows[0].size());
   const std::vector<Page> layout = page_layout(T, params.page_size);
-  // Computed once for every needle and page: the two selections, their masses M and the heads' sources d_h.
-  const GroupResult sel_e = page_entrokv_group(rows, entropy);
-  const GroupResult sel_m = page_entrokv_group(rows, mean);
+  if (sel_e.weights.size() != rows.size() || sel_m.weights.size() != rows.size() || sel_e.reserved.size() != layout.size() ||
+      sel_m.reserved.size() != layout.size())
+    throw std::invalid_argument("check_needle_pages: the selections are not of these rows and page size");
+  // Computed once for every needle and page: the two selections (given), their masses M and the heads' sources d_h.
   const std::vector<std::vector<Exact>> sources = pooling_sources(rows, params);
   const Exact mass_e = non_reserved_mass(sel_e, layout), mass_m = non_reserved_mass(sel_m, layout);
   std::vector<std::vector<NeedlePageCheck>> all;

@@ -64,6 +64,11 @@ std::vector<NeedlePageCheck> check_needle_pages(const std::vector<std::span<cons
 // needle nor the page). Equal, list by list, to check_needle_pages on each list.
 std::vector<std::vector<NeedlePageCheck>> check_needle_pages(const std::vector<std::span<const float>>& rows, const PageParams& params,
                                                              const std::vector<std::vector<Index>>& pages_per_needle);
+// The same with the group's two selections given: `sel_entropy` and `sel_mean` must be page_entrokv_group of `rows`
+// under `params` with Pooling::Entropy and Pooling::Mean (a caller that needs them for other checks computes them once).
+std::vector<std::vector<NeedlePageCheck>> check_needle_pages(const std::vector<std::span<const float>>& rows, const PageParams& params,
+                                                             const GroupResult& sel_entropy, const GroupResult& sel_mean,
+                                                             const std::vector<std::vector<Index>>& pages_per_needle);
 
 // The pages a needle span [begin, end) touches.
 std::vector<Index> needle_pages(Index begin, Index end, Index page_size);
