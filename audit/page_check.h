@@ -14,7 +14,10 @@
 #include "core/types.h"
 #include "core/verdict.h"
 #include "core/paging/page_selector.h"
-#include "oracle/page_entrokv.h"
+
+namespace kvaudit::oracle::paging {
+struct GroupResult;  // oracle/page_entrokv.h; declared only, so that front ends including this header reach no GMP
+}  // namespace kvaudit::oracle::paging
 
 namespace kvaudit::audit {
 
