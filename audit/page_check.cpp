@@ -8,6 +8,7 @@
 #include <stdexcept>
 #include <string>
 
+#include "audit/parallel_rows.h"
 #include "core/paging/page_options.h"
 #include "core/paging/page_selector.h"
 #include "oracle/page_entrokv.h"
@@ -335,19 +336,49 @@ std::vector<std::vector<Index>> canonical_page_selection(const ScoreTensor& attn
   return out;
 }
 
+namespace {
+// The optimized selector computes in double: ties within the float64 bound may go either way.
+double selector_tolerance(Index tokens, const paging::PageParams& params) {
+  return paging::page_score_rel_bound(paging::ScorePrecision::Float64, tokens, params.group_size, params.page_size,
+                                      params.inverse_temperature);
+}
+}  // namespace
+
+GroupComparison compare_group_with_oracle(const op::GroupResult& ref, Index tokens, const paging::PageParams& params,
+                                          const std::vector<Index>& claimed) {
+  GroupComparison out;
+  out.canonical = claimed == ref.kept_pages;
+  out.verdict = admissible_against(ref, tokens, params, claimed, selector_tolerance(tokens, params));
+  return out;
+}
+
 SelectorComparison compare_selector_with_oracle(const ScoreTensor& attn, const paging::PageParams& params, Index max_layers) {
-  SelectorComparison out;
   const paging::PageSelection fast = paging::select_pages(attn, params);
+  const Index layers = max_layers < 0 ? attn.layers : std::min(max_layers, attn.layers);
+  // The oracle's verdict on every (layer, group), as parallel rows (audit/parallel_rows.h): each writes its own
+  // slot; the judging reads them in (layer, group) order, so the result is the same for every thread count.
+  std::vector<GroupComparison> outcomes(static_cast<std::size_t>(layers * fast.groups));
+  for_each_row(outcomes.size(), [&](std::size_t i) {
+    const Index l = static_cast<Index>(i) / fast.groups, g = static_cast<Index>(i) % fast.groups;
+    outcomes[i] = compare_group_with_oracle(op::page_entrokv_group(group_rows(attn, l, g, params.group_size), params), attn.tokens, params,
+                                            fast.kept_pages(l, g));
+  });
+  return compare_selector_with_oracle(attn, params, fast, max_layers, outcomes);
+}
+
+SelectorComparison compare_selector_with_oracle(const ScoreTensor& attn, const paging::PageParams& params,
+                                                const paging::PageSelection& fast, Index max_layers,
+                                                const std::vector<GroupComparison>& outcomes) {
+  SelectorComparison out;
   const Index budget = op::page_walk_budget(attn.tokens, params);
   if (budget != fast.budget) {
     out.verdict = Verdict::violates("budget", "optimized budget " + std::to_string(fast.budget) + " != exact " + std::to_string(budget));
     return out;
   }
   const std::vector<op::Page> pages = op::page_layout(attn.tokens, params.page_size);
-  // The optimized selector computes in double: ties within the float64 bound may go either way.
-  const double tol = paging::page_score_rel_bound(paging::ScorePrecision::Float64, attn.tokens, params.group_size, params.page_size,
-                                                 params.inverse_temperature);
   const Index layers = max_layers < 0 ? attn.layers : std::min(max_layers, attn.layers);
+  if (static_cast<Index>(outcomes.size()) != layers * fast.groups)
+    throw std::invalid_argument("compare_selector_with_oracle: one outcome per (layer, group) compared expected");
   for (Index l = 0; l < layers; ++l) {
     for (Index g = 0; g < fast.groups; ++g) {
       const std::string where = "layer " + std::to_string(l) + " group " + std::to_string(g);
@@ -360,14 +391,13 @@ SelectorComparison compare_selector_with_oracle(const ScoreTensor& attn, const p
         return out;
       }
       ++out.groups;
-      bool canonical = false;
-      const Verdict v = check_group_pages(group_rows(attn, l, g, params.group_size), params, claimed, tol, &canonical);
-      if (canonical) {
+      const GroupComparison& o = outcomes[static_cast<std::size_t>(l * fast.groups + g)];
+      if (o.canonical) {
         ++out.canonical;
         continue;
       }
-      if (!v.passed()) {
-        out.verdict = Verdict::violates(v.rule, where + ": " + v.message);
+      if (!o.verdict.passed()) {
+        out.verdict = Verdict::violates(o.verdict.rule, where + ": " + o.verdict.message);
         out.layer = l;
         return out;
       }

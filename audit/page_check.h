@@ -15,6 +15,10 @@
 #include "core/verdict.h"
 #include "core/paging/page_selector.h"
 
+namespace kvaudit::oracle::paging {
+struct GroupResult;  // oracle/page_entrokv.h; declared only, so that front ends including this header reach no GMP
+}  // namespace kvaudit::oracle::paging
+
 namespace kvaudit::audit {
 
 struct PageClaim {
@@ -76,5 +80,22 @@ struct SelectorComparison {
 };
 SelectorComparison compare_selector_with_oracle(const ScoreTensor& attn, const paging::PageParams& params,
                                                 Index max_layers = -1);
+
+// One (layer, group) of the comparison: whether the optimized selection `claimed` is the oracle's canonical one,
+// and its admissibility within the float64 page-score bound. `ref` is oracle::paging::page_entrokv_group of the
+// group's rows under `params` (a caller that needs it for other checks too computes it once).
+struct GroupComparison {
+  bool canonical = false;
+  Verdict verdict;
+};
+GroupComparison compare_group_with_oracle(const oracle::paging::GroupResult& ref, Index tokens, const paging::PageParams& params,
+                                          const std::vector<Index>& claimed);
+
+// compare_selector_with_oracle for the optimized selection `fast` of `attn` under `params`, with the per-group
+// outcomes already computed: compare_group_with_oracle of every (layer, group) with layer < max_layers (all when
+// max_layers < 0), row-major. The judging is the same.
+SelectorComparison compare_selector_with_oracle(const ScoreTensor& attn, const paging::PageParams& params,
+                                                const paging::PageSelection& fast, Index max_layers,
+                                                const std::vector<GroupComparison>& outcomes);
 
 }  // namespace kvaudit::audit

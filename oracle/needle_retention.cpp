@@ -21,12 +21,38 @@ std::vector<Index> needle_pages(Index begin, Index end, Index page_size) {
   return out;
 }
 
-RetentionCondition retention_condition(const std::vector<std::span<const float>>& rows, const PageParams& params,
-                                       const GroupResult& selection, Index page) {
+namespace {
+
+// d_h of every head: the pooling source the selector scores (the raw row, or p~_h and 0 where p~_h does not exist).
+// It depends on the source and the sinks, not on the pooling: computed once per group for every page and pooling.
+std::vector<std::vector<Exact>> pooling_sources(const std::vector<std::span<const float>>& rows, const PageParams& params) {
+  const Index T = rows.empty() ? 0 : static_cast<Index>(rows[0].size());
+  std::vector<std::vector<Exact>> sources;
+  for (const auto& row : rows) {
+    if (params.source == PoolSource::Raw) {
+      sources.push_back(exact_row(row));
+    } else {
+      auto iso = sink_isolate(row, params.n_sink);
+      sources.push_back(iso ? std::move(*iso) : std::vector<Exact>(static_cast<std::size_t>(T), Exact(0)));
+    }
+  }
+  return sources;
+}
+
+// M: the pooled mass sum_t s(t) over the positions of non-reserved pages, from the selection's own token scores.
+// It does not depend on the page asked about: computed once per selection.
+Exact non_reserved_mass(const GroupResult& selection, const std::vector<Page>& pages) {
+  Exact mass = 0;
+  for (std::size_t k = 0; k < pages.size(); ++k)
+    if (!selection.reserved[k])
+      for (Index t = pages[k].begin; t < pages[k].end; ++t) mass += selection.token_scores[t];
+  return mass;
+}
+
+RetentionCondition condition_at(const std::vector<std::vector<Exact>>& sources, const PageParams& params, const GroupResult& selection,
+                                const std::vector<Page>& pages, Index T, const Exact& mass, Index page) {
   RetentionCondition c;
   c.page = page;
-  const Index T = rows.empty() ? 0 : static_cast<Index>(rows[0].size());
-  const std::vector<Page> pages = page_layout(T, params.page_size);
   if (page < 0 || page >= static_cast<Index>(pages.size())) throw std::invalid_argument("needle page out of range");
   const std::vector<bool>& reserved = selection.reserved;
   const Index budget = page_token_budget(T, params.ratio_text);
@@ -38,21 +64,10 @@ RetentionCondition retention_condition(const std::vector<std::span<const float>>
   else if ((budget - R) / params.page_size < 1) c.why_not = "H3: no full page fits after the reserved pages";
   c.applicable = c.why_not.empty();
   c.m = R <= budget ? (budget - R) / params.page_size : 0;
-
-  // M: the pooled mass on non-reserved positions, from the selection's own token scores.
-  for (std::size_t k = 0; k < pages.size(); ++k)
-    if (!reserved[k])
-      for (Index t = pages[k].begin; t < pages[k].end; ++t) c.mass += selection.token_scores[t];
+  c.mass = mass;
   // a_h: head h's own pooling source scored on the page, exactly as the selector scores pages.
-  for (std::size_t h = 0; h < rows.size(); ++h) {
-    std::vector<Exact> d;
-    if (params.source == PoolSource::Raw) {
-      d = exact_row(rows[h]);
-    } else {
-      auto iso = sink_isolate(rows[h], params.n_sink);
-      d = iso ? *iso : std::vector<Exact>(static_cast<std::size_t>(T), Exact(0));
-    }
-    const Exact a = page_scores(d, {pages[page]}, params.page_score)[0];
+  for (std::size_t h = 0; h < sources.size(); ++h) {
+    const Exact a = page_scores(sources[h], {pages[page]}, params.page_score)[0];
     const Exact& w = selection.weights[h];
     if (c.best_head < 0 || w * a > c.lhs) {
       c.best_head = static_cast<Index>(h);
@@ -66,38 +81,72 @@ RetentionCondition retention_condition(const std::vector<std::span<const float>>
   return c;
 }
 
+}  // namespace
+
+RetentionCondition retention_condition(const std::vector<std::span<const float>>& rows, const PageParams& params,
+                                       const GroupResult& selection, Index page) {
+  const Index T = rows.empty() ? 0 : static_cast<Index>(rows[0].size());
+  const std::vector<Page> pages = page_layout(T, params.page_size);
+  if (page < 0 || page >= static_cast<Index>(pages.size())) throw std::invalid_argument("needle page out of range");
+  return condition_at(pooling_sources(rows, params), params, selection, pages, T, non_reserved_mass(selection, pages), page);
+}
+
 RetentionCondition retention_condition(const std::vector<std::span<const float>>& rows, const PageParams& params, Index page) {
   return retention_condition(rows, params, page_entrokv_group(rows, params), page);
 }
 
-std::vector<NeedlePageCheck> check_needle_pages(const std::vector<std::span<const float>>& rows, const PageParams& params,
-                                                const std::vector<Index>& pages) {
+std::vector<std::vector<NeedlePageCheck>> check_needle_pages(const std::vector<std::span<const float>>& rows, const PageParams& params,
+                                                             const std::vector<std::vector<Index>>& pages_per_needle) {
   PageParams entropy = params, mean = params;
   entropy.pooling = Pooling::Entropy;
   mean.pooling = Pooling::Mean;
-  const GroupResult sel_e = page_entrokv_group(rows, entropy);
-  const GroupResult sel_m = page_entrokv_group(rows, mean);
-  std::vector<NeedlePageCheck> out;
-  for (Index page : pages) {
-    NeedlePageCheck c;
-    c.page = page;
-    c.entropy = retention_condition(rows, entropy, sel_e, page);
-    c.mean = retention_condition(rows, mean, sel_m, page);
-    c.kept_entropy = std::binary_search(sel_e.kept_pages.begin(), sel_e.kept_pages.end(), page);
-    c.kept_mean = std::binary_search(sel_m.kept_pages.begin(), sel_m.kept_pages.end(), page);
-    c.theorem = Verdict::conforms();
-    if (c.entropy.holds && !c.kept_entropy)
-      c.theorem = Verdict::violates("theorem", "entropy condition holds but page " + std::to_string(page) + " was dropped");
-    else if (c.mean.holds && !c.kept_mean)
-      c.theorem = Verdict::violates("theorem", "mean condition holds but page " + std::to_string(page) + " was dropped");
-    c.mean_violation = c.entropy.holds && !c.kept_mean;
-    out.push_back(std::move(c));
+  return check_needle_pages(rows, params, page_entrokv_group(rows, entropy), page_entrokv_group(rows, mean), pages_per_needle);
+}
+
+std::vector<std::vector<NeedlePageCheck>> check_needle_pages(const std::vector<std::span<const float>>& rows, const PageParams& params,
+                                                             const GroupResult& sel_e, const GroupResult& sel_m,
+                                                             const std::vector<std::vector<Index>>& pages_per_needle) {
+  PageParams entropy = params, mean = params;
+  entropy.pooling = Pooling::Entropy;
+  mean.pooling = Pooling::Mean;
+  const Index T = rows.empty() ? 0 : static_cast<Index>(rows[0].size());
+  const std::vector<Page> layout = page_layout(T, params.page_size);
+  if (sel_e.weights.size() != rows.size() || sel_m.weights.size() != rows.size() || sel_e.reserved.size() != layout.size() ||
+      sel_m.reserved.size() != layout.size())
+    throw std::invalid_argument("check_needle_pages: the selections are not of these rows and page size");
+  // Computed once for every needle and page: the two selections (given), their masses M and the heads' sources d_h.
+  const std::vector<std::vector<Exact>> sources = pooling_sources(rows, params);
+  const Exact mass_e = non_reserved_mass(sel_e, layout), mass_m = non_reserved_mass(sel_m, layout);
+  std::vector<std::vector<NeedlePageCheck>> all;
+  for (const std::vector<Index>& pages : pages_per_needle) {
+    std::vector<NeedlePageCheck> out;
+    for (Index page : pages) {
+      NeedlePageCheck c;
+      c.page = page;
+      c.entropy = condition_at(sources, entropy, sel_e, layout, T, mass_e, page);
+      c.mean = condition_at(sources, mean, sel_m, layout, T, mass_m, page);
+      c.kept_entropy = std::binary_search(sel_e.kept_pages.begin(), sel_e.kept_pages.end(), page);
+      c.kept_mean = std::binary_search(sel_m.kept_pages.begin(), sel_m.kept_pages.end(), page);
+      c.theorem = Verdict::conforms();
+      if (c.entropy.holds && !c.kept_entropy)
+        c.theorem = Verdict::violates("theorem", "entropy condition holds but page " + std::to_string(page) + " was dropped");
+      else if (c.mean.holds && !c.kept_mean)
+        c.theorem = Verdict::violates("theorem", "mean condition holds but page " + std::to_string(page) + " was dropped");
+      c.mean_violation = c.entropy.holds && !c.kept_mean;
+      out.push_back(std::move(c));
+    }
+    all.push_back(std::move(out));
   }
-  return out;
+  return all;
+}
+
+std::vector<NeedlePageCheck> check_needle_pages(const std::vector<std::span<const float>>& rows, const PageParams& params,
+                                                const std::vector<Index>& pages) {
+  return check_needle_pages(rows, params, std::vector<std::vector<Index>>{pages})[0];
 }
 
 NeedlePageCheck check_needle_page(const std::vector<std::span<const float>>& rows, const PageParams& params, Index page) {
-  return check_needle_pages(rows, params, {page})[0];
+  return check_needle_pages(rows, params, std::vector<Index>{page})[0];
 }
 
 }  // namespace kvaudit::oracle::paging

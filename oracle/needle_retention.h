@@ -59,6 +59,16 @@ NeedlePageCheck check_needle_page(const std::vector<std::span<const float>>& row
 // Every page in `pages`, each pooling's selection computed once.
 std::vector<NeedlePageCheck> check_needle_pages(const std::vector<std::span<const float>>& rows, const PageParams& params,
                                                 const std::vector<Index>& pages);
+// The pages of several needles of one (layer, group), one list per needle: the two selections, their pooled
+// masses M and the heads' pooling sources d_h are computed once for all of them (they depend on neither the
+// needle nor the page). Equal, list by list, to check_needle_pages on each list.
+std::vector<std::vector<NeedlePageCheck>> check_needle_pages(const std::vector<std::span<const float>>& rows, const PageParams& params,
+                                                             const std::vector<std::vector<Index>>& pages_per_needle);
+// The same with the group's two selections given: `sel_entropy` and `sel_mean` must be page_entrokv_group of `rows`
+// under `params` with Pooling::Entropy and Pooling::Mean (a caller that needs them for other checks computes them once).
+std::vector<std::vector<NeedlePageCheck>> check_needle_pages(const std::vector<std::span<const float>>& rows, const PageParams& params,
+                                                             const GroupResult& sel_entropy, const GroupResult& sel_mean,
+                                                             const std::vector<std::vector<Index>>& pages_per_needle);
 
 // The pages a needle span [begin, end) touches.
 std::vector<Index> needle_pages(Index begin, Index end, Index page_size);

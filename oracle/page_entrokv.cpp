@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <charconv>
 #include <cmath>
+#include <map>
 #include <numeric>
 #include <set>
 #include <stdexcept>
@@ -243,8 +244,8 @@ Verdict check_page_accounting(const PageLedger& ledger, const std::vector<Positi
       std::set<Index> distinct(set.begin(), set.end());
       if (distinct.size() != set.size() || (!set.empty() && (set.front() < 0 || set.back() >= tokens)))
         return Verdict::violates("token-set", where + ": positions repeated or out of range");
-      std::set<Index> touched;
-      for (Index t : set) touched.insert(t / page_size);
+      std::map<Index, Index> touched;  // page -> how many of the set's positions lie on it
+      for (Index t : set) ++touched[t / page_size];
       const Index set_pages = static_cast<Index>(touched.size()), set_tokens = static_cast<Index>(set.size());
       if (set_pages != ledger_pages)
         return Verdict::violates("pages-agree", where + ": ledger has " + std::to_string(ledger_pages) +
@@ -252,8 +253,8 @@ Verdict check_page_accounting(const PageLedger& ledger, const std::vector<Positi
       if (set_tokens != ledger_tokens)
         return Verdict::violates("tokens-agree", where + ": ledger pages hold " + std::to_string(ledger_tokens) +
                                                       " tokens, token set has " + std::to_string(set_tokens));
-      for (Index p : touched)
-        if (!ledger.at(l, g, p) || static_cast<Index>(std::count_if(set.begin(), set.end(), [&](Index t) { return t / page_size == p; })) != pages[p].size())
+      for (const auto& [p, on_page] : touched)
+        if (!ledger.at(l, g, p) || on_page != pages[p].size())
           return Verdict::violates("whole-pages", where + ": page " + std::to_string(p) + " is partly selected or not in the ledger");
       if (set_tokens > budget)
         return Verdict::violates("budget", where + ": retains " + std::to_string(set_tokens) + " > budget " + std::to_string(budget));

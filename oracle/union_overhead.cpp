@@ -2,6 +2,9 @@
 #include "oracle/union_overhead.h"
 
 #include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <map>
 #include <numeric>
 #include <set>
 #include <stdexcept>
@@ -20,15 +23,24 @@ Positions head_top_k(std::span<const float> row, Index k) {
   return kept;
 }
 
+namespace {
+// A float times 2^149, as an exact integer: every finite float is an integer multiple of 2^-149 (the least
+// subnormal), and the double ldexp only moves the exponent (|x| 2^149 < 2^277, well inside the double range), so
+// the conversion is exact. Sums and maxima of these integers are the exact page scores times 2^149: the same
+// order, ties included, as the exact rationals.
+using ScaledScore = boost::multiprecision::int512_t;  // a page sum of T < 2^31 floats is below 2^309
+ScaledScore scaled(float x) { return ScaledScore(std::ldexp(static_cast<double>(x), 149)); }
+}  // namespace
+
 std::vector<Index> head_top_pages(std::span<const float> row, Index page_size, Index k_pages, PageScore kind) {
   if (page_size < 1) throw std::invalid_argument("page size must be >= 1");
   const Index T = static_cast<Index>(row.size());
-  // Page scores in exact rationals: a float sum of a page could round two different pages to a tie.
-  std::vector<Ratio> score;
+  // Exact page scores (as integers times 2^149): a float sum of a page could round two different pages to a tie.
+  std::vector<ScaledScore> score;
   for (Index b = 0; b < T; b += page_size) {
-    Ratio v = Ratio(static_cast<double>(row[b]));
+    ScaledScore v = scaled(row[b]);
     for (Index t = b + 1; t < std::min(b + page_size, T); ++t) {
-      Ratio x(static_cast<double>(row[t]));
+      const ScaledScore x = scaled(row[t]);
       if (kind == PageScore::Sum) v += x;
       else if (x > v) v = x;
     }
@@ -61,8 +73,25 @@ UnionOverhead union_overhead(const std::vector<std::vector<Index>>& sets) {
   for (const auto& x : s) all.insert(x.begin(), x.end());
   u.union_size = static_cast<Index>(all.size());
   u.ratio = Ratio(u.union_size, u.k);
+  // Which sets hold each element of the union, as a bit mask, when there are at most 64 sets (else inter below
+  // looks every element up in the other sets).
+  const bool masks = s.size() <= 64;
+  std::vector<std::uint64_t> member_of;  // one mask per element of the union
+  if (masks) {
+    std::map<Index, std::uint64_t> by_element;
+    for (std::size_t i = 0; i < s.size(); ++i)
+      for (Index e : s[i]) by_element[e] |= std::uint64_t{1} << i;
+    for (const auto& [e, mask] : by_element) member_of.push_back(mask);
+  }
+  // |S_idx[0] ∩ S_idx[1] ∩ ...|: the elements held by every set of idx.
   auto inter = [&](const std::vector<std::size_t>& idx) {
     Index n = 0;
+    if (masks) {
+      std::uint64_t want = 0;
+      for (std::size_t i : idx) want |= std::uint64_t{1} << i;
+      for (std::uint64_t mask : member_of) n += (mask & want) == want;
+      return n;
+    }
     for (Index e : s[idx[0]]) {
       bool everywhere = true;
       for (std::size_t i = 1; i < idx.size(); ++i) everywhere = everywhere && s[idx[i]].count(e) > 0;

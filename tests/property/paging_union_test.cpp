@@ -73,3 +73,31 @@ RC_GTEST_PROP(PagingUnion, MiscountedUnionIsRejected, ()) {
   u.ratio = op::Ratio(u.union_size, u.k);
   RC_ASSERT(!op::check_union_identities(u).passed());
 }
+
+// head_top_pages scores pages in exact integers (floats times 2^149): the pages it keeps are those of a plain
+// rational transcription (score desc, page index asc), on rows that mix subnormals, huge values, zeros and ties.
+RC_GTEST_PROP(PagingUnion, TopPagesAgreeWithRationalScores, ()) {
+  const Index T = *rc::gen::inRange<Index>(1, 80), P = *rc::gen::inRange<Index>(1, 9);
+  const auto kind = *rc::gen::element(op::PageScore::Sum, op::PageScore::Max);
+  const auto row = *rc::gen::container<std::vector<float>>(
+      static_cast<std::size_t>(T),
+      rc::gen::element(0.0f, 1e-45f, 2e-45f, 1.5e-39f, 0.25f, 0.5f, 1.0f, 3.0e38f, 1.0f + 1.0f / 8388608.0f, 0.1f));
+  const Index n_pages = (T + P - 1) / P;
+  const Index k = *rc::gen::inRange<Index>(0, n_pages + 1);
+  std::vector<op::Ratio> score;
+  for (Index b = 0; b < T; b += P) {
+    op::Ratio v(static_cast<double>(row[b]));
+    for (Index t = b + 1; t < std::min(b + P, T); ++t) {
+      const op::Ratio x(static_cast<double>(row[t]));
+      if (kind == op::PageScore::Sum) v += x;
+      else if (x > v) v = x;
+    }
+    score.push_back(v);
+  }
+  std::vector<Index> order(score.size());
+  for (std::size_t i = 0; i < order.size(); ++i) order[i] = static_cast<Index>(i);
+  std::stable_sort(order.begin(), order.end(), [&](Index a, Index b) { return score[a] > score[b]; });
+  std::vector<Index> expected(order.begin(), order.begin() + k);
+  std::sort(expected.begin(), expected.end());
+  RC_ASSERT(op::head_top_pages(row, P, k, kind) == expected);
+}
