@@ -338,13 +338,13 @@ std::vector<std::vector<Index>> canonical_page_selection(const ScoreTensor& attn
 
 namespace {
 // The optimized selector computes in double: ties within the float64 bound may go either way.
-double selector_tolerance(Index tokens, const paging::PageParams& params) {
+double selector_tolerance(Index tokens, const kvaudit::PageParams& params) {
   return paging::page_score_rel_bound(paging::ScorePrecision::Float64, tokens, params.group_size, params.page_size,
                                       params.inverse_temperature);
 }
 }  // namespace
 
-GroupComparison compare_group_with_oracle(const op::GroupResult& ref, Index tokens, const paging::PageParams& params,
+GroupComparison compare_group_with_oracle(const op::GroupResult& ref, Index tokens, const kvaudit::PageParams& params,
                                           const std::vector<Index>& claimed) {
   GroupComparison out;
   out.canonical = claimed == ref.kept_pages;
@@ -352,7 +352,7 @@ GroupComparison compare_group_with_oracle(const op::GroupResult& ref, Index toke
   return out;
 }
 
-SelectorComparison compare_selector_with_oracle(const ScoreTensor& attn, const paging::PageParams& params, Index max_layers) {
+SelectorComparison compare_selector_with_oracle(const ScoreTensor& attn, const kvaudit::PageParams& params, Index max_layers) {
   const paging::PageSelection fast = paging::select_pages(attn, params);
   const Index layers = max_layers < 0 ? attn.layers : std::min(max_layers, attn.layers);
   // The oracle's verdict on every (layer, group), as parallel rows (audit/parallel_rows.h): each writes its own
@@ -366,7 +366,7 @@ SelectorComparison compare_selector_with_oracle(const ScoreTensor& attn, const p
   return compare_selector_with_oracle(attn, params, fast, max_layers, outcomes);
 }
 
-SelectorComparison compare_selector_with_oracle(const ScoreTensor& attn, const paging::PageParams& params,
+SelectorComparison compare_selector_with_oracle(const ScoreTensor& attn, const kvaudit::PageParams& params,
                                                 const paging::PageSelection& fast, Index max_layers,
                                                 const std::vector<GroupComparison>& outcomes) {
   SelectorComparison out;

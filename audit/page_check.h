@@ -78,7 +78,7 @@ struct SelectorComparison {
   Index tie_admissible = 0;  // different, but admissible: tied (within tolerance) pages chosen otherwise
   Index layer = 0;           // the layer of the first violation
 };
-SelectorComparison compare_selector_with_oracle(const ScoreTensor& attn, const paging::PageParams& params,
+SelectorComparison compare_selector_with_oracle(const ScoreTensor& attn, const kvaudit::PageParams& params,
                                                 Index max_layers = -1);
 
 // One (layer, group) of the comparison: whether the optimized selection `claimed` is the oracle's canonical one,
@@ -88,13 +88,13 @@ struct GroupComparison {
   bool canonical = false;
   Verdict verdict;
 };
-GroupComparison compare_group_with_oracle(const oracle::paging::GroupResult& ref, Index tokens, const paging::PageParams& params,
+GroupComparison compare_group_with_oracle(const oracle::paging::GroupResult& ref, Index tokens, const kvaudit::PageParams& params,
                                           const std::vector<Index>& claimed);
 
 // compare_selector_with_oracle for the optimized selection `fast` of `attn` under `params`, with the per-group
 // outcomes already computed: compare_group_with_oracle of every (layer, group) with layer < max_layers (all when
 // max_layers < 0), row-major. The judging is the same.
-SelectorComparison compare_selector_with_oracle(const ScoreTensor& attn, const paging::PageParams& params,
+SelectorComparison compare_selector_with_oracle(const ScoreTensor& attn, const kvaudit::PageParams& params,
                                                 const paging::PageSelection& fast, Index max_layers,
                                                 const std::vector<GroupComparison>& outcomes);
 

@@ -11,10 +11,12 @@
 
 #include "audit/claims.h"
 #include "core/error.h"
+#include "core/io/json_fields.h"
 #include "core/paging/page_options.h"
 
 namespace kvaudit::audit {
 
+using io::JsonFields;
 using nlohmann::json;
 
 namespace {
@@ -22,26 +24,6 @@ namespace {
 bool is_hex(const std::string& s, std::size_t length) {
   return s.size() == length && std::all_of(s.begin(), s.end(), [](char c) { return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'); });
 }
-
-// Field access with the record's file and the field's path in every error.
-struct Reader {
-  const std::string& file;
-  const json& at(const json& j, const std::string& key, const std::string& path) const {
-    if (!j.is_object() || !j.contains(key)) throw InputError(file, path + key, "missing");
-    return j.at(key);
-  }
-  std::string str(const json& j, const std::string& key, const std::string& path) const {
-    const json& v = at(j, key, path);
-    if (!v.is_string()) throw InputError(file, path + key, "expected a string, got " + v.dump());
-    return v.get<std::string>();
-  }
-  Index index(const json& j, const std::string& key, const std::string& path, Index min) const {
-    const json& v = at(j, key, path);
-    if (!v.is_number_integer() || v.get<long long>() < min)
-      throw InputError(file, path + key, "expected an integer >= " + std::to_string(min) + ", got " + v.dump());
-    return v.get<Index>();
-  }
-};
 
 struct Counts {
   Index conforming = 0, violating = 0, inconclusive = 0, not_run = 0;
@@ -86,61 +68,62 @@ ForeignPagesRecord read_foreign_pages(const std::string& file) {
   } catch (const json::parse_error& e) {
     throw InputError(file, "json", e.what());
   }
-  const Reader r{file};
+  const JsonFields top{file, "", j};
   ForeignPagesRecord rec;
   rec.file = file;
-  if (const std::string schema = r.str(j, "schema", ""); schema != kForeignPagesSchema)
+  if (const std::string schema = top.text("schema"); schema != kForeignPagesSchema)
     throw InputError(file, "schema", "\"" + schema + "\", expected \"" + kForeignPagesSchema + "\"");
-  if (const std::string method = r.str(j, "method", ""); method != "page-entrokv")
+  if (const std::string method = top.text("method"); method != "page-entrokv")
     throw InputError(file, "method", "\"" + method + "\", expected \"page-entrokv\"");
   auto& p = rec.provenance;
-  const json& src = r.at(j, "source", "");
-  p.repository = r.str(src, "repository", "source.");
-  p.path = r.str(src, "path", "source.");
-  p.commit = r.str(src, "commit", "source.");
-  p.sha256 = r.str(src, "sha256", "source.");
-  p.class_name = r.str(src, "class", "source.");
+  const JsonFields source{file, "source.", top.get("source")};
+  p.repository = source.text("repository");
+  p.path = source.text("path");
+  p.commit = source.text("commit");
+  p.sha256 = source.text("sha256");
+  p.class_name = source.text("class");
   if (p.repository.find('/') == std::string::npos) throw InputError(file, "source.repository", "\"" + p.repository + "\" is not owner/name");
   if (!is_hex(p.commit, 40)) throw InputError(file, "source.commit", "\"" + p.commit + "\" is not 40 lowercase hex digits");
   if (!is_hex(p.sha256, 64)) throw InputError(file, "source.sha256", "\"" + p.sha256 + "\" is not 64 lowercase hex digits");
-  p.preset = r.str(j, "judged_with_preset", "");
+  p.preset = top.text("judged_with_preset");
   const auto& presets = paging::page_preset_names();
   if (std::find(presets.begin(), presets.end(), p.preset) == presets.end())
     throw InputError(file, "judged_with_preset", "\"" + p.preset + "\" is not a preset");
-  p.page_count_rule = r.str(j, "num_retained_blocks_rule", "");
-  p.input = r.str(j, "input", "");
-  p.command = r.str(j, "command", "");
-  p.model = r.str(j, "model", "");
-  p.packages = r.at(j, "packages", "");
+  p.page_count_rule = top.text("num_retained_blocks_rule");
+  p.input = top.text("input");
+  p.command = top.text("command");
+  p.model = top.text("model");
+  p.packages = top.get("packages");
   if (!p.packages.is_object() || !p.packages.contains("torch"))
     throw InputError(file, "packages", "expected an object naming at least torch's version, got " + p.packages.dump());
-  rec.page_size = r.index(j, "page_size", "", 1);
-  rec.sinks = r.index(j, "sinks", "", 0);
-  const json& prompts = r.at(j, "prompts", "");
+  rec.page_size = top.positive("page_size");
+  rec.sinks = top.count("sinks");
+  const json& prompts = top.get("prompts");
   if (!prompts.is_array() || prompts.empty()) throw InputError(file, "prompts", "expected a non-empty array");
   std::set<std::string> names;
   for (std::size_t i = 0; i < prompts.size(); ++i) {
     const std::string where = "prompts[" + std::to_string(i) + "].";
-    const json& pj = prompts[i];
+    const JsonFields prompt{file, where, prompts[i]};
     ForeignPagesPrompt fp;
-    fp.name = r.str(pj, "name", where);
+    fp.name = prompt.text("name");
     if (!names.insert(fp.name).second) throw InputError(file, where + "name", "\"" + fp.name + "\" appears twice");
-    fp.dump_sha256 = r.str(pj, "sha256", where);
+    fp.dump_sha256 = prompt.text("sha256");
     if (!is_hex(fp.dump_sha256, 64)) throw InputError(file, where + "sha256", "\"" + fp.dump_sha256 + "\" is not 64 lowercase hex digits");
-    fp.tokens = r.index(pj, "tokens", where, 1);
-    fp.layers = r.index(pj, "layers", where, 1);
-    fp.q_heads = r.index(pj, "q_heads", where, 1);
-    fp.kv_heads = r.index(pj, "kv_heads", where, 1);
+    fp.tokens = prompt.positive("tokens");
+    fp.layers = prompt.positive("layers");
+    fp.q_heads = prompt.positive("q_heads");
+    fp.kv_heads = prompt.positive("kv_heads");
     if (fp.q_heads % fp.kv_heads != 0)
       throw InputError(file, where + "kv_heads", std::to_string(fp.kv_heads) + " does not divide q_heads " + std::to_string(fp.q_heads));
-    const json& sel = r.at(pj, "selections", where);
+    const json& sel = prompt.get("selections");
     if (!sel.is_object() || sel.empty()) throw InputError(file, where + "selections", "expected a non-empty object keyed by ratio");
     for (const auto& [ratio, sj] : sel.items()) {
       const std::string sw = where + "selections[" + ratio + "].";
       ForeignPagesSelection s;
       s.ratio = ratio;
-      s.num_retained_blocks = r.index(sj, "num_retained_blocks", sw, 0);
-      const json& kept = r.at(sj, "kept_pages", sw);
+      const JsonFields selection{file, sw, sj};
+      s.num_retained_blocks = selection.count("num_retained_blocks");
+      const json& kept = selection.get("kept_pages");
       if (!kept.is_array() || static_cast<Index>(kept.size()) != fp.layers)
         throw InputError(file, sw + "kept_pages", "expected one entry per layer (" + std::to_string(fp.layers) + "), got " +
                                                       std::to_string(kept.is_array() ? kept.size() : 0));

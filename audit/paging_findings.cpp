@@ -192,7 +192,7 @@ Section paging_section(const AuditContext& ctx) {
       // (budget, layer, group) order, so the report is the same for every thread count.
       std::vector<Index> budget_tokens;
       std::vector<paging::PageSelection> budget_selections;
-      paging::PageParams union_params;
+      kvaudit::PageParams union_params;
       union_params.group_size = G;
       for (const auto& budget : kBudgets) {
         budget_tokens.push_back(op::page_token_budget(attn.tokens, budget.second));
@@ -213,7 +213,7 @@ Section paging_section(const AuditContext& ctx) {
           const auto rows = group_rows(attn, l, g, G);
           for (std::size_t b = 0; b < n_budgets; ++b)
             unions[union_slot(l, g, b)] = {op::token_union_overhead(rows, budget_tokens[b]),
-                                           op::page_union_overhead(rows, budget_tokens[b], union_params.page_size, op::PageScore::Sum)};
+                                           op::page_union_overhead(rows, budget_tokens[b], union_params.page_size, kvaudit::PageScore::Sum)};
         }
       });
       for (std::size_t b = 0; b < n_budgets; ++b) {
@@ -250,7 +250,7 @@ Section paging_section(const AuditContext& ctx) {
       // computed once, for the selector comparison and for every needle's Theorem N check alike. Judged below in
       // (pooling, layer, group) and (needle, layer, group) order, so the report is the same for every thread count.
       const std::vector<std::string> selector_names = {"entropy", "mean", "released", "entro-prefill"};
-      std::vector<paging::PageParams> selector_params;
+      std::vector<kvaudit::PageParams> selector_params;
       std::vector<paging::PageSelection> selector_fast;
       for (const std::string& name : selector_names) {
         paging::PageOptions o;
@@ -261,8 +261,8 @@ Section paging_section(const AuditContext& ctx) {
         selector_fast.push_back(paging::select_pages(attn, selector_params.back()));
       }
       // Theorem N at 20 % retention, P = 16, the other knobs at their defaults: the first two selector configurations.
-      const paging::PageParams& theorem_entropy = selector_params[0];
-      const paging::PageParams& theorem_mean = selector_params[1];
+      const kvaudit::PageParams& theorem_entropy = selector_params[0];
+      const kvaudit::PageParams& theorem_mean = selector_params[1];
       std::vector<std::vector<Index>> needle_page_lists;
       for (const auto& needle : d.needles) {
         if (needle.end > attn.tokens) throw InputError(d.file, "needles", "a needle ends past the attention's T");
@@ -277,7 +277,7 @@ Section paging_section(const AuditContext& ctx) {
         const op::GroupResult ref_entropy = op::page_entrokv_group(rows, theorem_entropy);
         const op::GroupResult ref_mean = op::page_entrokv_group(rows, theorem_mean);
         for (std::size_t c = 0; c < selector_names.size(); ++c) {
-          const paging::PageParams& pp = selector_params[c];
+          const kvaudit::PageParams& pp = selector_params[c];
           const std::vector<Index> claimed = selector_fast[c].kept_pages(l, g);
           if (c == 0) selector_outcomes[c][j] = compare_group_with_oracle(ref_entropy, attn.tokens, pp, claimed);
           else if (c == 1) selector_outcomes[c][j] = compare_group_with_oracle(ref_mean, attn.tokens, pp, claimed);
@@ -311,7 +311,7 @@ Section paging_section(const AuditContext& ctx) {
         // One page size per parallel row, each writing its own verdict; counted and judged below in size order.
         std::vector<Verdict> size_verdicts(sizes.size());
         for_each_row(sizes.size(), [&](std::size_t i) {
-          paging::PageParams pp;
+          kvaudit::PageParams pp;
           pp.group_size = G;
           pp.page_size = sizes[i];
           pp.ratio_text = "0.8";

@@ -41,7 +41,7 @@ float attention(FuzzedDataProvider& in, int regime) {
   }
 }
 
-std::string describe(const ScoreTensor& a, const paging::PageParams& p) {
+std::string describe(const ScoreTensor& a, const kvaudit::PageParams& p) {
   std::ostringstream o;
   o.precision(9);
   o << "G=" << p.group_size << " P=" << p.page_size << " rho='" << p.ratio_text << "' sinks=" << p.n_sink
@@ -66,16 +66,16 @@ std::string list(const std::vector<Index>& v) {
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   FuzzedDataProvider in(data, size);
-  paging::PageParams p;
+  kvaudit::PageParams p;
   p.group_size = in.ConsumeIntegralInRange<Index>(1, 3);
   p.page_size = in.ConsumeIntegralInRange<Index>(0, 9);
   p.n_sink = in.ConsumeIntegralInRange<Index>(-1, 6);
   p.ratio_text = parse_compression_ratio(in.PickValueInArray(kRatios), "fuzz").text;
-  p.pooling = in.ConsumeBool() ? paging::Pooling::Entropy : paging::Pooling::Mean;
-  p.source = in.ConsumeBool() ? paging::PoolSource::SinkIsolated : paging::PoolSource::Raw;
-  p.page_score = in.ConsumeBool() ? paging::PageScore::Sum : paging::PageScore::Max;
-  p.sink_pages = in.ConsumeBool() ? paging::SinkPages::Reserved : paging::SinkPages::Scored;
-  p.greedy = in.ConsumeBool() ? paging::GreedyRule::SkipMisfits : paging::GreedyRule::StopAtFirstMisfit;
+  p.pooling = in.ConsumeBool() ? kvaudit::PagePooling::Entropy : kvaudit::PagePooling::Mean;
+  p.source = in.ConsumeBool() ? kvaudit::PoolSource::SinkIsolated : kvaudit::PoolSource::Raw;
+  p.page_score = in.ConsumeBool() ? kvaudit::PageScore::Sum : kvaudit::PageScore::Max;
+  p.sink_pages = in.ConsumeBool() ? kvaudit::SinkPages::Reserved : kvaudit::SinkPages::Scored;
+  p.greedy = in.ConsumeBool() ? kvaudit::GreedyRule::SkipMisfits : kvaudit::GreedyRule::StopAtFirstMisfit;
   ScoreTensor a;
   a.layers = in.ConsumeIntegralInRange<Index>(1, 2);
   a.heads = p.group_size * in.ConsumeIntegralInRange<Index>(1, 2) + (in.ConsumeIntegralInRange(0, 7) == 0 ? 1 : 0);

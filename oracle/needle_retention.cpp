@@ -98,8 +98,8 @@ RetentionCondition retention_condition(const std::vector<std::span<const float>>
 std::vector<std::vector<NeedlePageCheck>> check_needle_pages(const std::vector<std::span<const float>>& rows, const PageParams& params,
                                                              const std::vector<std::vector<Index>>& pages_per_needle) {
   PageParams entropy = params, mean = params;
-  entropy.pooling = Pooling::Entropy;
-  mean.pooling = Pooling::Mean;
+  entropy.pooling = PagePooling::Entropy;
+  mean.pooling = PagePooling::Mean;
   return check_needle_pages(rows, params, page_entrokv_group(rows, entropy), page_entrokv_group(rows, mean), pages_per_needle);
 }
 
@@ -107,8 +107,8 @@ std::vector<std::vector<NeedlePageCheck>> check_needle_pages(const std::vector<s
                                                              const GroupResult& sel_e, const GroupResult& sel_m,
                                                              const std::vector<std::vector<Index>>& pages_per_needle) {
   PageParams entropy = params, mean = params;
-  entropy.pooling = Pooling::Entropy;
-  mean.pooling = Pooling::Mean;
+  entropy.pooling = PagePooling::Entropy;
+  mean.pooling = PagePooling::Mean;
   const Index T = rows.empty() ? 0 : static_cast<Index>(rows[0].size());
   const std::vector<Page> layout = page_layout(T, params.page_size);
   if (sel_e.weights.size() != rows.size() || sel_m.weights.size() != rows.size() || sel_e.reserved.size() != layout.size() ||

@@ -65,7 +65,7 @@ std::vector<NeedlePageCheck> check_needle_pages(const std::vector<std::span<cons
 std::vector<std::vector<NeedlePageCheck>> check_needle_pages(const std::vector<std::span<const float>>& rows, const PageParams& params,
                                                              const std::vector<std::vector<Index>>& pages_per_needle);
 // The same with the group's two selections given: `sel_entropy` and `sel_mean` must be page_entrokv_group of `rows`
-// under `params` with Pooling::Entropy and Pooling::Mean (a caller that needs them for other checks computes them once).
+// under `params` with PagePooling::Entropy and PagePooling::Mean (a caller that needs them for other checks computes them once).
 std::vector<std::vector<NeedlePageCheck>> check_needle_pages(const std::vector<std::span<const float>>& rows, const PageParams& params,
                                                              const GroupResult& sel_entropy, const GroupResult& sel_mean,
                                                              const std::vector<std::vector<Index>>& pages_per_needle);

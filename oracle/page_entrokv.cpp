@@ -14,7 +14,7 @@
 
 namespace kvaudit::oracle::paging {
 
-const char* to_string(Pooling p) { return p == Pooling::Entropy ? "entropy" : "mean"; }
+const char* to_string(PagePooling p) { return p == PagePooling::Entropy ? "entropy" : "mean"; }
 const char* to_string(PoolSource p) { return p == PoolSource::SinkIsolated ? "sink-isolated" : "raw"; }
 const char* to_string(PageScore p) { return p == PageScore::Sum ? "sum" : "max"; }
 const char* to_string(SinkPages p) { return p == SinkPages::Reserved ? "reserved" : "scored"; }
@@ -75,12 +75,12 @@ double renyi2_entropy(const Exact& collision) {
   return collision > 0 ? -std::log(collision.convert_to<double>()) : INFINITY;
 }
 
-std::vector<Exact> group_weights(const std::vector<std::optional<std::vector<Exact>>>& entropy_rows, Pooling pooling,
+std::vector<Exact> group_weights(const std::vector<std::optional<std::vector<Exact>>>& entropy_rows, PagePooling pooling,
                                  Index inverse_temperature) {
   if (inverse_temperature < 1) throw std::invalid_argument("group_weights: 1/tau must be >= 1");
   const std::size_t G = entropy_rows.size();
   std::vector<Exact> w(G, Exact(1, static_cast<long>(G)));
-  if (pooling == Pooling::Mean) return w;
+  if (pooling == PagePooling::Mean) return w;
   std::vector<Exact> c(G, Exact(0));
   Exact total = 0;
   for (std::size_t h = 0; h < G; ++h) {

@@ -53,7 +53,7 @@ double renyi2_entropy(const Exact& collision);
 // with c_h the collision probability of the head's entropy row (p~_h, or the raw p_h under EntropySource::Raw)
 // and c_h = 0 for a head without p~ (it says nothing about non-sink positions); if every c is 0 the weights
 // fall back to 1/G. Mean: w_h = 1/G.
-std::vector<Exact> group_weights(const std::vector<std::optional<std::vector<Exact>>>& entropy_rows, Pooling pooling,
+std::vector<Exact> group_weights(const std::vector<std::optional<std::vector<Exact>>>& entropy_rows, PagePooling pooling,
                                  Index inverse_temperature = 1);
 
 // s(t) = sum_h w_h d_h(t), d_h = p~_h (0 where p~_h does not exist) or the raw p_h.

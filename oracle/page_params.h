@@ -1,22 +1,12 @@
-// The Page-EntroKV parameters (PageParams, declared once in core/types.h) under the oracle's names, and their
-// text forms. Defaults are documented in docs/page-entrokv.md.
+// The text forms of the Page-EntroKV parameters (PageParams and its enums, declared once in core/types.h).
+// Defaults are documented in docs/page-entrokv.md.
 #pragma once
 
 #include "core/types.h"
 
 namespace kvaudit::oracle::paging {
 
-using Pooling = kvaudit::PagePooling;
-using kvaudit::BudgetUnit;
-using kvaudit::EntropySource;
-using kvaudit::GreedyRule;
-using kvaudit::PageCountRule;
-using kvaudit::PageParams;
-using kvaudit::PageScore;
-using kvaudit::PoolSource;
-using kvaudit::SinkPages;
-
-const char* to_string(Pooling p);
+const char* to_string(PagePooling p);
 const char* to_string(PoolSource p);
 const char* to_string(PageScore p);
 const char* to_string(SinkPages p);

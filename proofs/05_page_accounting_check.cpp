@@ -59,7 +59,7 @@ TEST(Proof05, EveryWalkOrderSmallContexts) {
     for (Index P = 1; P <= T + 1; ++P) {
       const auto pages = pg::page_layout(T, P);
       for (Index n_sink : {0, 1, 5}) {
-        const auto reserved = pg::reserved_pages(pages, n_sink, pg::SinkPages::Reserved);
+        const auto reserved = pg::reserved_pages(pages, n_sink, kvaudit::SinkPages::Reserved);
         std::vector<Index> free;
         for (std::size_t j = 0; j < pages.size(); ++j)
           if (!reserved[j]) free.push_back(static_cast<Index>(j));
@@ -82,7 +82,7 @@ TEST(Proof05, EveryWalkOrderSmallContexts) {
           std::vector<pg::Exact> scores(pages.size(), pg::Exact(0));
           for (std::size_t r = 0; r < order.size(); ++r) scores[order[r]] = pg::Exact(static_cast<long>(order.size() - r));
           for (Index B = 1; B <= T; ++B) {
-            for (auto rule : {pg::GreedyRule::SkipMisfits, pg::GreedyRule::StopAtFirstMisfit}) {
+            for (auto rule : {kvaudit::GreedyRule::SkipMisfits, kvaudit::GreedyRule::StopAtFirstMisfit}) {
               const auto kept = pg::select_pages(scores, pages, reserved, B, rule);
               const std::string err = check_kept(pages, kept, T, P, B);
               ASSERT_EQ(err, "") << "T=" << T << " P=" << P << " B=" << B << " n_sink=" << n_sink;
@@ -116,16 +116,16 @@ TEST(Proof05, EndToEndRapidCheck) {
   const bool ok = rc::check("page_entrokv accounting", [&] {
     const Index layers = *rc::gen::inRange<Index>(1, 4), kv = *rc::gen::inRange<Index>(1, 4);
     const Index G = *rc::gen::inRange<Index>(1, 5), T = *rc::gen::inRange<Index>(1, 151);
-    pg::PageParams params;
+    kvaudit::PageParams params;
     params.group_size = G;
     params.page_size = *rc::gen::inRange<Index>(1, 41);
     const int a = *rc::gen::inRange(0, 20);
     params.ratio_text = a == 0 ? "0" : (a < 2 ? "0.05" : "0." + std::to_string(a * 5));
     params.n_sink = *rc::gen::inRange<Index>(0, 6);
-    params.pooling = *rc::gen::element(pg::Pooling::Entropy, pg::Pooling::Mean);
-    params.page_score = *rc::gen::element(pg::PageScore::Sum, pg::PageScore::Max);
-    params.greedy = *rc::gen::element(pg::GreedyRule::SkipMisfits, pg::GreedyRule::StopAtFirstMisfit);
-    params.sink_pages = *rc::gen::element(pg::SinkPages::Reserved, pg::SinkPages::Scored);
+    params.pooling = *rc::gen::element(kvaudit::PagePooling::Entropy, kvaudit::PagePooling::Mean);
+    params.page_score = *rc::gen::element(kvaudit::PageScore::Sum, kvaudit::PageScore::Max);
+    params.greedy = *rc::gen::element(kvaudit::GreedyRule::SkipMisfits, kvaudit::GreedyRule::StopAtFirstMisfit);
+    params.sink_pages = *rc::gen::element(kvaudit::SinkPages::Reserved, kvaudit::SinkPages::Scored);
     kvaudit::ScoreTensor attn{layers, kv * G, T, {}};
     attn.values = *rc::gen::container<std::vector<float>>(static_cast<std::size_t>(layers * kv * G * T),
                                                          rc::gen::element(0.0f, 0.0f, 0.5f, 0.25f, 1.0f, 0.0625f, 2.0f));

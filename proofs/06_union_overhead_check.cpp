@@ -156,7 +156,7 @@ TEST(Proof06, RandomRowsTokenAndPageLevel) {
     std::vector<std::span<const float>> spans(rows.begin(), rows.end());
     const Index k = *rc::gen::inRange<Index>(1, T + 1);
     const Index P = *rc::gen::inRange<Index>(1, 33);
-    const auto kind = *rc::gen::element(pg::PageScore::Sum, pg::PageScore::Max);
+    const auto kind = *rc::gen::element(kvaudit::PageScore::Sum, kvaudit::PageScore::Max);
     for (const pg::UnionOverhead& u : {pg::token_union_overhead(spans, k), pg::page_union_overhead(spans, k, P, kind)}) {
       RC_ASSERT(pg::check_union_identities(u).passed());
       RC_ASSERT(u.ratio >= 1 && u.ratio <= G);

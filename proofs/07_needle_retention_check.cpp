@@ -22,7 +22,7 @@ using pg::Exact;
 
 // The walk with ties broken *against* `target` (it comes last among pages of equal score).
 std::vector<Index> adversarial_walk(const pg::GroupResult& g, const std::vector<pg::Page>& pages, Index budget,
-                                    pg::GreedyRule rule, Index target) {
+                                    kvaudit::GreedyRule rule, Index target) {
   std::vector<Index> order(pages.size());
   std::iota(order.begin(), order.end(), Index{0});
   std::stable_sort(order.begin(), order.end(), [&](Index a, Index b) {
@@ -36,7 +36,7 @@ std::vector<Index> adversarial_walk(const pg::GroupResult& g, const std::vector<
   Index retained = 0;
   for (Index k : order) {
     if (retained + pages[k].size() <= budget) kept.push_back(k), retained += pages[k].size();
-    else if (rule == pg::GreedyRule::StopAtFirstMisfit) break;
+    else if (rule == kvaudit::GreedyRule::StopAtFirstMisfit) break;
   }
   std::sort(kept.begin(), kept.end());
   return kept;
@@ -49,12 +49,12 @@ struct Tally {
 };
 
 // All pages of one (rows, params): where the condition holds, the proof's steps and the conclusion.
-std::string check_instance(const std::vector<std::span<const float>>& rows, pg::PageParams params, Tally& t) {
+std::string check_instance(const std::vector<std::span<const float>>& rows, kvaudit::PageParams params, Tally& t) {
   const Index T = static_cast<Index>(rows[0].size());
   const auto pages = pg::page_layout(T, params.page_size);
   const Index budget = pg::page_token_budget(T, params.ratio_text);
   std::vector<pg::GroupResult> by_rule;
-  for (auto rule : {pg::GreedyRule::SkipMisfits, pg::GreedyRule::StopAtFirstMisfit}) {
+  for (auto rule : {kvaudit::GreedyRule::SkipMisfits, kvaudit::GreedyRule::StopAtFirstMisfit}) {
     params.greedy = rule;
     by_rule.push_back(pg::page_entrokv_group(rows, params));
   }
@@ -78,7 +78,7 @@ std::string check_instance(const std::vector<std::span<const float>>& rows, pg::
     if (competitors > c.m - 1) return "step 3: more than m - 1 competitors";
     // Conclusion: kept by the oracle's walk and by the walk that breaks ties against it, both rules.
     for (int r = 0; r < 2; ++r) {
-      const auto rule = r == 0 ? pg::GreedyRule::SkipMisfits : pg::GreedyRule::StopAtFirstMisfit;
+      const auto rule = r == 0 ? kvaudit::GreedyRule::SkipMisfits : kvaudit::GreedyRule::StopAtFirstMisfit;
       if (!contains(by_rule[r].kept_pages, j)) return "conclusion: page dropped by the oracle's walk";
       if (!contains(adversarial_walk(g, pages, budget, rule, j), j)) return "conclusion: page dropped under an adverse tie order";
       t.kept_checks += 2;
@@ -98,10 +98,10 @@ TEST(Proof07, ExhaustiveTwoHeadsFourTokens) {
       const std::vector<std::span<const float>> rows = {r0, r1};
       for (Index P : {1, 2})
         for (Index n_sink : {0, 1})
-          for (auto pooling : {pg::Pooling::Entropy, pg::Pooling::Mean})
-            for (auto score : {pg::PageScore::Sum, pg::PageScore::Max})
+          for (auto pooling : {kvaudit::PagePooling::Entropy, kvaudit::PagePooling::Mean})
+            for (auto score : {kvaudit::PageScore::Sum, kvaudit::PageScore::Max})
               for (const char* rho : {"0.25", "0.5"}) {
-                pg::PageParams params;
+                kvaudit::PageParams params;
                 params.group_size = 2;
                 params.page_size = P;
                 params.n_sink = n_sink;
@@ -124,14 +124,14 @@ TEST(Proof07, RandomRapidCheck) {
   long cases = 0;
   const bool ok = rc::check("Theorem N", [&] {
     const Index G = *rc::gen::inRange<Index>(1, 7), T = *rc::gen::inRange<Index>(1, 65);
-    pg::PageParams params;
+    kvaudit::PageParams params;
     params.group_size = G;
     params.page_size = *rc::gen::inRange<Index>(1, 17);
     params.n_sink = *rc::gen::inRange<Index>(0, 6);
-    params.pooling = *rc::gen::element(pg::Pooling::Entropy, pg::Pooling::Mean);
-    params.source = *rc::gen::element(pg::PoolSource::SinkIsolated, pg::PoolSource::Raw);
-    params.page_score = *rc::gen::element(pg::PageScore::Sum, pg::PageScore::Max);
-    params.sink_pages = *rc::gen::element(pg::SinkPages::Reserved, pg::SinkPages::Scored);
+    params.pooling = *rc::gen::element(kvaudit::PagePooling::Entropy, kvaudit::PagePooling::Mean);
+    params.source = *rc::gen::element(kvaudit::PoolSource::SinkIsolated, kvaudit::PoolSource::Raw);
+    params.page_score = *rc::gen::element(kvaudit::PageScore::Sum, kvaudit::PageScore::Max);
+    params.sink_pages = *rc::gen::element(kvaudit::SinkPages::Reserved, kvaudit::SinkPages::Scored);
     const int a = *rc::gen::inRange(1, 20);
     params.ratio_text = a == 1 ? "0.05" : "0." + std::to_string(a * 5);
     std::vector<std::vector<float>> data;
@@ -157,15 +157,15 @@ TEST(Proof07, MeanPoolingDropsTheCertifiedNeedle) {
   const std::vector<float> head0 = {7.0f / 8, 0.0f, 1.0f / 8, 0.0f};  // retrieval head
   const std::vector<float> head1 = {0.0f, 0.0f, 0.5f, 0.5f};          // diffuse head
   const std::vector<std::span<const float>> rows = {head0, head1};
-  pg::PageParams params;
+  kvaudit::PageParams params;
   params.group_size = 2;
   params.page_size = 2;
   params.n_sink = 0;
   params.ratio_text = "0.5";
-  params.page_score = pg::PageScore::Sum;
-  for (auto rule : {pg::GreedyRule::SkipMisfits, pg::GreedyRule::StopAtFirstMisfit}) {
+  params.page_score = kvaudit::PageScore::Sum;
+  for (auto rule : {kvaudit::GreedyRule::SkipMisfits, kvaudit::GreedyRule::StopAtFirstMisfit}) {
     params.greedy = rule;
-    params.pooling = pg::Pooling::Entropy;
+    params.pooling = kvaudit::PagePooling::Entropy;
     const pg::GroupResult e = pg::page_entrokv_group(rows, params);
     ASSERT_EQ(e.weights, (std::vector<Exact>{Exact(25, 41), Exact(16, 41)}));
     ASSERT_EQ(e.page_scores, (std::vector<Exact>{Exact(175, 328), Exact(153, 328)}));
@@ -177,7 +177,7 @@ TEST(Proof07, MeanPoolingDropsTheCertifiedNeedle) {
     ASSERT_EQ(ce.lhs, Exact(175, 328));
     ASSERT_EQ(ce.rhs, Exact(1, 2));
     ASSERT_TRUE(ce.holds);
-    params.pooling = pg::Pooling::Mean;
+    params.pooling = kvaudit::PagePooling::Mean;
     const pg::GroupResult m = pg::page_entrokv_group(rows, params);
     ASSERT_EQ(m.page_scores, (std::vector<Exact>{Exact(7, 16), Exact(9, 16)}));
     ASSERT_EQ(m.kept_pages, (std::vector<Index>{1})) << "mean pooling must drop the needle page";

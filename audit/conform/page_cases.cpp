@@ -249,11 +249,11 @@ rc::Gen<PageCase> page_cases(Index max_size) {
             p.page_size = page_draw > 0 ? page_draw : T + 3;  // -1: one page holds everything (P >= T)
             p.n_sink = sinks;
             p.ratio_text = kRatios[r];
-            p.pooling = knob[0] ? paging::Pooling::Mean : paging::Pooling::Entropy;
-            p.page_score = knob[1] ? paging::PageScore::Max : paging::PageScore::Sum;
-            p.source = knob[2] ? paging::PoolSource::Raw : paging::PoolSource::SinkIsolated;
-            p.sink_pages = knob[3] ? paging::SinkPages::Scored : paging::SinkPages::Reserved;
-            p.greedy = knob[4] ? paging::GreedyRule::StopAtFirstMisfit : paging::GreedyRule::SkipMisfits;
+            p.pooling = knob[0] ? kvaudit::PagePooling::Mean : kvaudit::PagePooling::Entropy;
+            p.page_score = knob[1] ? kvaudit::PageScore::Max : kvaudit::PageScore::Sum;
+            p.source = knob[2] ? kvaudit::PoolSource::Raw : kvaudit::PoolSource::SinkIsolated;
+            p.sink_pages = knob[3] ? kvaudit::SinkPages::Scored : kvaudit::SinkPages::Reserved;
+            p.greedy = knob[4] ? kvaudit::GreedyRule::StopAtFirstMisfit : kvaudit::GreedyRule::SkipMisfits;
             return c;
           });
         });

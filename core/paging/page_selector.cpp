@@ -131,7 +131,7 @@ PageSelection select_pages(const ScoreTensor& attn, const PageParams& params) {
         const Index h = g * G + i;
         const double z = scale[i];
         double w = 1.0 / static_cast<double>(G);
-        if (params.pooling == Pooling::Entropy && c_total > 0.0) w = powered[i] / c_total;
+        if (params.pooling == PagePooling::Entropy && c_total > 0.0) w = powered[i] / c_total;
         out.weights[static_cast<std::size_t>(l * attn.heads + h)] = w;
         // d_h = p_h / Z_h on non-sink positions (0 if Z_h = 0) or the raw p_h.
         scale[i] = params.source == PoolSource::Raw ? w : (z > 0.0 ? w / z : 0.0);

@@ -12,15 +12,6 @@
 namespace kvaudit::paging {
 
 // The parameters are kvaudit::PageParams (core/types.h), shared with the oracle.
-using Pooling = kvaudit::PagePooling;
-using kvaudit::BudgetUnit;
-using kvaudit::EntropySource;
-using kvaudit::GreedyRule;
-using kvaudit::PageCountRule;
-using kvaudit::PageParams;
-using kvaudit::PageScore;
-using kvaudit::PoolSource;
-using kvaudit::SinkPages;
 
 struct PageSelection {
   Index layers = 0, groups = 0, group_size = 0, pages = 0, tokens = 0, page_size = 0;

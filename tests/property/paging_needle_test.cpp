@@ -11,14 +11,14 @@ using kvaudit::Index;
 RC_GTEST_PROP(PagingNeedle, ConditionImpliesRetention, ()) {
   const Index G = *rc::gen::inRange<Index>(2, 5), P = *rc::gen::inRange<Index>(2, 9);
   const Index T = *rc::gen::inRange<Index>(6 * P, 24 * P);
-  op::PageParams params;
+  kvaudit::PageParams params;
   params.group_size = G;
   params.page_size = P;
   params.ratio_text = *rc::gen::element<std::string>("0.3", "0.5", "0.75", "0.8");
-  params.greedy = *rc::gen::element(op::GreedyRule::SkipMisfits, op::GreedyRule::StopAtFirstMisfit);
-  params.page_score = *rc::gen::element(op::PageScore::Sum, op::PageScore::Max);
-  params.sink_pages = *rc::gen::element(op::SinkPages::Reserved, op::SinkPages::Scored);
-  params.source = *rc::gen::element(op::PoolSource::SinkIsolated, op::PoolSource::Raw);
+  params.greedy = *rc::gen::element(kvaudit::GreedyRule::SkipMisfits, kvaudit::GreedyRule::StopAtFirstMisfit);
+  params.page_score = *rc::gen::element(kvaudit::PageScore::Sum, kvaudit::PageScore::Max);
+  params.sink_pages = *rc::gen::element(kvaudit::SinkPages::Reserved, kvaudit::SinkPages::Scored);
+  params.source = *rc::gen::element(kvaudit::PoolSource::SinkIsolated, kvaudit::PoolSource::Raw);
   const Index n_pages = (T + P - 1) / P;
   const Index needle = *rc::gen::inRange<Index>(1, n_pages);
   const Index retrieval = *rc::gen::inRange<Index>(0, G);
@@ -59,13 +59,13 @@ RC_GTEST_PROP(PagingNeedle, ConditionImpliesRetention, ()) {
 RC_GTEST_PROP(PagingNeedle, BatchedChecksEqualOnePageChecks, ()) {
   const Index G = *rc::gen::inRange<Index>(2, 5), P = *rc::gen::inRange<Index>(2, 7);
   const Index T = *rc::gen::inRange<Index>(4 * P, 12 * P);
-  op::PageParams params;
+  kvaudit::PageParams params;
   params.group_size = G;
   params.page_size = P;
   params.ratio_text = *rc::gen::element<std::string>("0.3", "0.5", "0.8");
-  params.page_score = *rc::gen::element(op::PageScore::Sum, op::PageScore::Max);
-  params.sink_pages = *rc::gen::element(op::SinkPages::Reserved, op::SinkPages::Scored);
-  params.source = *rc::gen::element(op::PoolSource::SinkIsolated, op::PoolSource::Raw);
+  params.page_score = *rc::gen::element(kvaudit::PageScore::Sum, kvaudit::PageScore::Max);
+  params.sink_pages = *rc::gen::element(kvaudit::SinkPages::Reserved, kvaudit::SinkPages::Scored);
+  params.source = *rc::gen::element(kvaudit::PoolSource::SinkIsolated, kvaudit::PoolSource::Raw);
   std::vector<std::vector<float>> rows;
   for (Index h = 0; h < G; ++h) {
     auto w = *rc::gen::container<std::vector<int>>(static_cast<std::size_t>(T), rc::gen::element(0, 1, 3, 50));
@@ -84,9 +84,9 @@ RC_GTEST_PROP(PagingNeedle, BatchedChecksEqualOnePageChecks, ()) {
   }
   const auto batched = op::check_needle_pages(spans, params, needles);
   RC_ASSERT(batched.size() == needles.size());
-  op::PageParams entropy = params, mean = params;
-  entropy.pooling = op::Pooling::Entropy;
-  mean.pooling = op::Pooling::Mean;
+  kvaudit::PageParams entropy = params, mean = params;
+  entropy.pooling = kvaudit::PagePooling::Entropy;
+  mean.pooling = kvaudit::PagePooling::Mean;
   for (std::size_t i = 0; i < needles.size(); ++i) {
     RC_ASSERT(batched[i].size() == needles[i].size());
     for (std::size_t j = 0; j < needles[i].size(); ++j) {

@@ -32,21 +32,21 @@ ScoreTensor gen_attention(Index layers, Index heads, Index tokens) {
   return a;
 }
 
-pg::PageParams gen_params(Index G, Index tokens) {
-  pg::PageParams p;
+kvaudit::PageParams gen_params(Index G, Index tokens) {
+  kvaudit::PageParams p;
   p.group_size = G;
   p.page_size = *rc::gen::inRange<Index>(1, tokens + 2);
   p.ratio_text = kvaudit::parse_compression_ratio(*rc::gen::element<std::string>("0", "0.3", "0.5", "0.75", "0.8", "0.9", "0.95", "0.98")).text;
   p.n_sink = *rc::gen::inRange<Index>(0, 6);
-  p.pooling = *rc::gen::element(pg::Pooling::Entropy, pg::Pooling::Mean);
-  p.source = *rc::gen::element(pg::PoolSource::SinkIsolated, pg::PoolSource::Raw);
-  p.page_score = *rc::gen::element(pg::PageScore::Sum, pg::PageScore::Max);
-  p.sink_pages = *rc::gen::element(pg::SinkPages::Reserved, pg::SinkPages::Scored);
-  p.greedy = *rc::gen::element(pg::GreedyRule::SkipMisfits, pg::GreedyRule::StopAtFirstMisfit);
+  p.pooling = *rc::gen::element(kvaudit::PagePooling::Entropy, kvaudit::PagePooling::Mean);
+  p.source = *rc::gen::element(kvaudit::PoolSource::SinkIsolated, kvaudit::PoolSource::Raw);
+  p.page_score = *rc::gen::element(kvaudit::PageScore::Sum, kvaudit::PageScore::Max);
+  p.sink_pages = *rc::gen::element(kvaudit::SinkPages::Reserved, kvaudit::SinkPages::Scored);
+  p.greedy = *rc::gen::element(kvaudit::GreedyRule::SkipMisfits, kvaudit::GreedyRule::StopAtFirstMisfit);
   p.inverse_temperature = *rc::gen::element<Index>(1, 2, 3);
-  p.entropy_on = *rc::gen::element(pg::EntropySource::SinkIsolated, pg::EntropySource::Raw);
-  p.budget_unit = *rc::gen::element(pg::BudgetUnit::Tokens, pg::BudgetUnit::Pages);
-  p.page_count_rule = *rc::gen::element(pg::PageCountRule::Paper, pg::PageCountRule::EntroPrefill);
+  p.entropy_on = *rc::gen::element(kvaudit::EntropySource::SinkIsolated, kvaudit::EntropySource::Raw);
+  p.budget_unit = *rc::gen::element(kvaudit::BudgetUnit::Tokens, kvaudit::BudgetUnit::Pages);
+  p.page_count_rule = *rc::gen::element(kvaudit::PageCountRule::Paper, kvaudit::PageCountRule::EntroPrefill);
   return p;
 }
 
@@ -56,7 +56,7 @@ RC_GTEST_PROP(PagingSelector, OptimizedEqualsOracleUpToAdmissibleTies, ()) {
   const Index G = *rc::gen::inRange<Index>(1, 5), groups = *rc::gen::inRange<Index>(1, 3);
   const Index T = *rc::gen::inRange<Index>(1, 48), layers = *rc::gen::inRange<Index>(1, 3);
   const ScoreTensor attn = gen_attention(layers, G * groups, T);
-  const pg::PageParams p = gen_params(G, T);
+  const kvaudit::PageParams p = gen_params(G, T);
   const auto c = kvaudit::audit::compare_selector_with_oracle(attn, p);
   RC_ASSERT(c.verdict.passed());
   RC_ASSERT(c.groups == layers * groups);
@@ -69,13 +69,13 @@ RC_GTEST_PROP(PagingSelector, OptimizedEqualsOracleUpToAdmissibleTies, ()) {
 RC_GTEST_PROP(PagingSelector, BudgetAndAccountingHoldForEveryPageSize, ()) {
   const Index G = *rc::gen::inRange<Index>(1, 4), T = *rc::gen::inRange<Index>(1, 40);
   const ScoreTensor attn = gen_attention(2, 2 * G, T);
-  pg::PageParams p = gen_params(G, T);
+  kvaudit::PageParams p = gen_params(G, T);
   for (Index P = 1; P <= T; ++P) {
     p.page_size = P;
     const Index budget = op::page_token_capacity(T, p);  // tokens: B; a page count K: min(T, K P)
     const pg::PageSelection s = pg::select_pages(attn, p);
     RC_ASSERT(s.budget == op::page_walk_budget(T, p));
-    if (p.budget_unit == pg::BudgetUnit::Pages)
+    if (p.budget_unit == kvaudit::BudgetUnit::Pages)
       for (Index l = 0; l < s.layers; ++l)
         for (Index g = 0; g < s.groups; ++g) RC_ASSERT(static_cast<Index>(s.kept_pages(l, g).size()) <= s.budget);
     std::vector<kvaudit::Positions> sets;
@@ -110,7 +110,7 @@ RC_GTEST_PROP(PagingSelector, PooledSelectionHasUnionRatioExactlyOne, ()) {
 RC_GTEST_PROP(PagingSelector, SwappedPageMutantIsRejected, ()) {
   const Index T = *rc::gen::inRange<Index>(8, 48);
   const ScoreTensor attn = gen_attention(1, 3, T);
-  op::PageParams p;
+  kvaudit::PageParams p;
   p.group_size = 3;
   p.page_size = *rc::gen::inRange<Index>(1, 5);
   p.ratio_text = "0.5";

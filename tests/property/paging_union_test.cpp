@@ -54,7 +54,7 @@ RC_GTEST_PROP(PagingUnion, PageLevelRatioBoundsAndIdentities, ()) {
   const auto rows = gen_rows(G, T);
   const Index P = *rc::gen::inRange<Index>(1, 17);
   const Index k = op::page_token_budget(T, *rc::gen::element<std::string>("0", "0.5", "0.8", "0.9"));
-  const auto kind = *rc::gen::element(op::PageScore::Sum, op::PageScore::Max);
+  const auto kind = *rc::gen::element(kvaudit::PageScore::Sum, kvaudit::PageScore::Max);
   const op::UnionOverhead u = op::page_union_overhead(spans(rows), k, P, kind);
   const Index n_pages = (T + P - 1) / P;
   RC_ASSERT(u.k == std::min(op::page_level_k(k, P), n_pages));
@@ -78,7 +78,7 @@ RC_GTEST_PROP(PagingUnion, MiscountedUnionIsRejected, ()) {
 // rational transcription (score desc, page index asc), on rows that mix subnormals, huge values, zeros and ties.
 RC_GTEST_PROP(PagingUnion, TopPagesAgreeWithRationalScores, ()) {
   const Index T = *rc::gen::inRange<Index>(1, 80), P = *rc::gen::inRange<Index>(1, 9);
-  const auto kind = *rc::gen::element(op::PageScore::Sum, op::PageScore::Max);
+  const auto kind = *rc::gen::element(kvaudit::PageScore::Sum, kvaudit::PageScore::Max);
   const auto row = *rc::gen::container<std::vector<float>>(
       static_cast<std::size_t>(T),
       rc::gen::element(0.0f, 1e-45f, 2e-45f, 1.5e-39f, 0.25f, 0.5f, 1.0f, 3.0e38f, 1.0f + 1.0f / 8388608.0f, 0.1f));
@@ -89,7 +89,7 @@ RC_GTEST_PROP(PagingUnion, TopPagesAgreeWithRationalScores, ()) {
     op::Ratio v(static_cast<double>(row[b]));
     for (Index t = b + 1; t < std::min(b + P, T); ++t) {
       const op::Ratio x(static_cast<double>(row[t]));
-      if (kind == op::PageScore::Sum) v += x;
+      if (kind == kvaudit::PageScore::Sum) v += x;
       else if (x > v) v = x;
     }
     score.push_back(v);

@@ -141,10 +141,10 @@ TEST(ConformPageJudge, EachRuleIsNamed) {
   EXPECT_EQ(rule({{{0, 3}}, {{{0, 1, 6}}}}), "tokens-agree");
   EXPECT_EQ(rule({{{0, 3}}, {{{0, 1, 5, 6}}}}), "pages-agree");
   // Mistakes found on generated cases, each named after what it is.
-  EXPECT_EQ(rule_of_mistake([](op::PageParams& p) { p.pooling = op::Pooling::Mean; }), "weights");
-  EXPECT_EQ(rule_of_mistake([](op::PageParams& p) { p.page_score = op::PageScore::Max; }), "page-score");
-  EXPECT_EQ(rule_of_mistake([](op::PageParams& p) { p.source = op::PoolSource::Raw; }), "sink-isolation");
-  EXPECT_EQ(rule_of_mistake([](op::PageParams& p) { p.sink_pages = op::SinkPages::Scored; }), "reserved");
+  EXPECT_EQ(rule_of_mistake([](kvaudit::PageParams& p) { p.pooling = kvaudit::PagePooling::Mean; }), "weights");
+  EXPECT_EQ(rule_of_mistake([](kvaudit::PageParams& p) { p.page_score = kvaudit::PageScore::Max; }), "page-score");
+  EXPECT_EQ(rule_of_mistake([](kvaudit::PageParams& p) { p.source = kvaudit::PoolSource::Raw; }), "sink-isolation");
+  EXPECT_EQ(rule_of_mistake([](kvaudit::PageParams& p) { p.sink_pages = kvaudit::SinkPages::Scored; }), "reserved");
 }
 
 // Issue 26's case: [[1, 0, 0, 0]], P = 1, rho 0.5 (budget 2), kept [0]: a page that still fits was left out. No

@@ -40,14 +40,14 @@ TEST(PagingOracle, EntropyAndMeanWeights) {
   std::vector<std::optional<std::vector<Exact>>> iso = {std::vector<Exact>{1, 0, 0, 0},
                                                         std::vector<Exact>{Exact(1, 4), Exact(1, 4), Exact(1, 4), Exact(1, 4)},
                                                         std::nullopt};
-  auto w = op::group_weights(iso, op::Pooling::Entropy);
+  auto w = op::group_weights(iso, kvaudit::PagePooling::Entropy);
   EXPECT_EQ(w[0], Exact(4, 5));  // c = 1 and 1/4, and 0 for the head without p~
   EXPECT_EQ(w[1], Exact(1, 5));
   EXPECT_EQ(w[2], 0);
-  auto m = op::group_weights(iso, op::Pooling::Mean);
+  auto m = op::group_weights(iso, kvaudit::PagePooling::Mean);
   EXPECT_EQ(m[2], Exact(1, 3));
   std::vector<std::optional<std::vector<Exact>>> none = {std::nullopt, std::nullopt};
-  EXPECT_EQ(op::group_weights(none, op::Pooling::Entropy)[0], Exact(1, 2));
+  EXPECT_EQ(op::group_weights(none, kvaudit::PagePooling::Entropy)[0], Exact(1, 2));
 }
 
 // T = 10, P = 4: pages [0,4) [4,8) [8,10); budget 6.
@@ -57,16 +57,16 @@ TEST(PagingOracle, GreedyWalkWithPartialPage) {
   EXPECT_EQ(pages[2].size(), 2);
   const std::vector<bool> none(3, false);
   const std::vector<Exact> order_1_0_2 = {Exact(2), Exact(3), Exact(1)};
-  EXPECT_EQ(op::select_pages(order_1_0_2, pages, none, 6, op::GreedyRule::SkipMisfits), (std::vector<Index>{1, 2}));
-  EXPECT_EQ(op::select_pages(order_1_0_2, pages, none, 6, op::GreedyRule::StopAtFirstMisfit), (std::vector<Index>{1}));
+  EXPECT_EQ(op::select_pages(order_1_0_2, pages, none, 6, kvaudit::GreedyRule::SkipMisfits), (std::vector<Index>{1, 2}));
+  EXPECT_EQ(op::select_pages(order_1_0_2, pages, none, 6, kvaudit::GreedyRule::StopAtFirstMisfit), (std::vector<Index>{1}));
   const std::vector<Exact> order_1_2_0 = {Exact(1), Exact(3), Exact(2)};
-  EXPECT_EQ(op::select_pages(order_1_2_0, pages, none, 6, op::GreedyRule::StopAtFirstMisfit), (std::vector<Index>{1, 2}));
+  EXPECT_EQ(op::select_pages(order_1_2_0, pages, none, 6, kvaudit::GreedyRule::StopAtFirstMisfit), (std::vector<Index>{1, 2}));
   // Reserved page 0 goes first whatever its score.
   const std::vector<bool> sink = {true, false, false};
-  EXPECT_EQ(op::select_pages(order_1_2_0, pages, sink, 6, op::GreedyRule::SkipMisfits), (std::vector<Index>{0, 2}));
+  EXPECT_EQ(op::select_pages(order_1_2_0, pages, sink, 6, kvaudit::GreedyRule::SkipMisfits), (std::vector<Index>{0, 2}));
   // Ties go to the lowest page index.
   const std::vector<Exact> tied = {Exact(1), Exact(1), Exact(1)};
-  EXPECT_EQ(op::select_pages(tied, pages, none, 4, op::GreedyRule::SkipMisfits), (std::vector<Index>{0}));
+  EXPECT_EQ(op::select_pages(tied, pages, none, 4, kvaudit::GreedyRule::SkipMisfits), (std::vector<Index>{0}));
 }
 
 TEST(PagingOracle, AdmissibilityAcceptsTieChoicesAndRejectsTheRest) {
@@ -75,33 +75,33 @@ TEST(PagingOracle, AdmissibilityAcceptsTieChoicesAndRejectsTheRest) {
   const std::vector<Exact> tied = {Exact(1), Exact(1), Exact(1)};
   // Budget 4: any single full page is admissible; the short page alone too (visited first, then full pages
   // misfit); keeping nothing is not (the first page visited always fits).
-  EXPECT_TRUE(op::check_pages_admissible(tied, pages, none, 4, op::GreedyRule::StopAtFirstMisfit, {1}, Exact(0)).passed());
-  EXPECT_TRUE(op::check_pages_admissible(tied, pages, none, 4, op::GreedyRule::SkipMisfits, {2}, Exact(0)).passed());
-  EXPECT_TRUE(op::check_pages_admissible(tied, pages, none, 4, op::GreedyRule::StopAtFirstMisfit, {2}, Exact(0)).passed());
-  EXPECT_EQ(op::check_pages_admissible(tied, pages, none, 4, op::GreedyRule::SkipMisfits, {}, Exact(0)).rule, "tie-order");
-  EXPECT_EQ(op::check_pages_admissible(tied, pages, none, 4, op::GreedyRule::StopAtFirstMisfit, {}, Exact(0)).rule, "tie-order");
+  EXPECT_TRUE(op::check_pages_admissible(tied, pages, none, 4, kvaudit::GreedyRule::StopAtFirstMisfit, {1}, Exact(0)).passed());
+  EXPECT_TRUE(op::check_pages_admissible(tied, pages, none, 4, kvaudit::GreedyRule::SkipMisfits, {2}, Exact(0)).passed());
+  EXPECT_TRUE(op::check_pages_admissible(tied, pages, none, 4, kvaudit::GreedyRule::StopAtFirstMisfit, {2}, Exact(0)).passed());
+  EXPECT_EQ(op::check_pages_admissible(tied, pages, none, 4, kvaudit::GreedyRule::SkipMisfits, {}, Exact(0)).rule, "tie-order");
+  EXPECT_EQ(op::check_pages_admissible(tied, pages, none, 4, kvaudit::GreedyRule::StopAtFirstMisfit, {}, Exact(0)).rule, "tie-order");
   const std::vector<Exact> strict = {Exact(3), Exact(2), Exact(1)};
-  auto v = op::check_pages_admissible(strict, pages, none, 4, op::GreedyRule::SkipMisfits, {1}, Exact(0));
+  auto v = op::check_pages_admissible(strict, pages, none, 4, kvaudit::GreedyRule::SkipMisfits, {1}, Exact(0));
   EXPECT_EQ(v.kind, kvaudit::VerdictKind::Violates);
   // No tie at the decision (page 0 scores 3, tied with nothing): the score order alone rules the claim out.
   EXPECT_EQ(v.rule, "score-order");
   EXPECT_NE(v.message.find("page 0 (exact score 3, tied with no other page) must be kept"), std::string::npos) << v.message;
   // Where the tied pages' order decides (the short page first or not), tie-order, with the tied scores printed.
-  const auto tie = op::check_pages_admissible(tied, pages, none, 4, op::GreedyRule::SkipMisfits, {}, Exact(0));
+  const auto tie = op::check_pages_admissible(tied, pages, none, 4, kvaudit::GreedyRule::SkipMisfits, {}, Exact(0));
   EXPECT_NE(tie.message.find("pages [0, 1, 2] tie (exact scores page 0 1, page 1 1, page 2 1"), std::string::npos) << tie.message;
   // Tied full pages whose order changes nothing: every order keeps one of them, so keeping none is no tie-order.
   const auto full_pages = op::page_layout(8, 4);
   const std::vector<bool> two(2, false);
-  const auto none_kept = op::check_pages_admissible({Exact(1), Exact(1)}, full_pages, two, 4, op::GreedyRule::SkipMisfits, {}, Exact(0));
+  const auto none_kept = op::check_pages_admissible({Exact(1), Exact(1)}, full_pages, two, 4, kvaudit::GreedyRule::SkipMisfits, {}, Exact(0));
   EXPECT_EQ(none_kept.rule, "score-order") << none_kept.message;
   EXPECT_NE(none_kept.message.find("every order of them keeps 1 of them"), std::string::npos) << none_kept.message;
-  EXPECT_TRUE(op::check_pages_admissible({Exact(1), Exact(1)}, full_pages, two, 4, op::GreedyRule::SkipMisfits, {1}, Exact(0)).passed());
-  EXPECT_EQ(op::check_pages_admissible(strict, pages, none, 4, op::GreedyRule::SkipMisfits, {0, 2}, Exact(0)).rule, "budget");
-  EXPECT_EQ(op::check_pages_admissible(strict, pages, none, 8, op::GreedyRule::SkipMisfits, {2, 1}, Exact(0)).rule, "shape");
+  EXPECT_TRUE(op::check_pages_admissible({Exact(1), Exact(1)}, full_pages, two, 4, kvaudit::GreedyRule::SkipMisfits, {1}, Exact(0)).passed());
+  EXPECT_EQ(op::check_pages_admissible(strict, pages, none, 4, kvaudit::GreedyRule::SkipMisfits, {0, 2}, Exact(0)).rule, "budget");
+  EXPECT_EQ(op::check_pages_admissible(strict, pages, none, 8, kvaudit::GreedyRule::SkipMisfits, {2, 1}, Exact(0)).rule, "shape");
   // Within a relative tolerance, 3 vs 2.9 counts as a tie.
   const std::vector<Exact> near = {Exact(3), Exact(29, 10), Exact(1)};
-  EXPECT_FALSE(op::check_pages_admissible(near, pages, none, 4, op::GreedyRule::SkipMisfits, {1}, Exact(0)).passed());
-  EXPECT_TRUE(op::check_pages_admissible(near, pages, none, 4, op::GreedyRule::SkipMisfits, {1}, Exact(1, 50)).passed());
+  EXPECT_FALSE(op::check_pages_admissible(near, pages, none, 4, kvaudit::GreedyRule::SkipMisfits, {1}, Exact(0)).passed());
+  EXPECT_TRUE(op::check_pages_admissible(near, pages, none, 4, kvaudit::GreedyRule::SkipMisfits, {1}, Exact(1, 50)).passed());
 }
 
 TEST(PagingOracle, PageAccountingCatchesEveryDisagreement) {
@@ -149,7 +149,7 @@ TEST(PagingOracle, NeedleTheoremHoldsForEntropyAndMeanDropsThePage) {
   for (Index t = 8; t < T; ++t)
     if (t < 16 || t >= 24) other[t] = static_cast<float>(0.2 / 48.0);
   std::vector<std::span<const float>> rows = {retrieval, other, other};
-  op::PageParams params;
+  kvaudit::PageParams params;
   params.page_size = P;
   params.ratio_text = "0.75";  // budget 16: reserved page 0 + one page (m = 1)
   const auto c = op::check_needle_page(rows, params, 5);

@@ -75,9 +75,9 @@ TEST(PagingVariants, TemperatureRaisesTheCollisionProbability) {
                                                                std::vector<Exact>{Exact(1, 2), Exact(0), Exact(0)}};
   // collision: 1/2 for the first row, 1/4 for the second
   const std::vector<std::optional<std::vector<Exact>>> quarter = {rows[0], std::vector<Exact>{Exact(1, 2)}};
-  EXPECT_EQ(op::group_weights(quarter, op::Pooling::Entropy, 1), (std::vector<Exact>{Exact(2, 3), Exact(1, 3)}));
-  EXPECT_EQ(op::group_weights(quarter, op::Pooling::Entropy, 2), (std::vector<Exact>{Exact(4, 5), Exact(1, 5)}));
-  EXPECT_EQ(op::group_weights(quarter, op::Pooling::Mean, 2), (std::vector<Exact>{Exact(1, 2), Exact(1, 2)}));
+  EXPECT_EQ(op::group_weights(quarter, kvaudit::PagePooling::Entropy, 1), (std::vector<Exact>{Exact(2, 3), Exact(1, 3)}));
+  EXPECT_EQ(op::group_weights(quarter, kvaudit::PagePooling::Entropy, 2), (std::vector<Exact>{Exact(4, 5), Exact(1, 5)}));
+  EXPECT_EQ(op::group_weights(quarter, kvaudit::PagePooling::Mean, 2), (std::vector<Exact>{Exact(1, 2), Exact(1, 2)}));
 }
 
 TEST(PagingVariants, PresetsParseOnceAndKnobsOverrideThem) {
