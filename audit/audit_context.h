@@ -40,4 +40,11 @@ struct AuditContext {
 using Section = nlohmann::json;
 using Stage = std::function<Section(const AuditContext&)>;
 
+// A section with its id and title and every list of the shape above, still empty.
+inline Section empty_section(const std::string& id, const std::string& title) {
+  using nlohmann::json;
+  return {{"section", id}, {"title", title}, {"summary", json::object()}, {"tables", json::array()},
+          {"charts", json::array()}, {"findings", json::array()}, {"claims", json::array()}};
+}
+
 }  // namespace kvaudit::audit

@@ -106,8 +106,8 @@ void absorb(json& into, const json& part, const std::string& model, const std::s
 json assemble(const json& units, const json& inputs) {
   json sections = json::array();
   for (const auto& stage : audit_stages()) {
-    json section = {{"section", stage.id}, {"title", stage.title}, {"status", "ran"}, {"summary", json::object()},
-                    {"tables", json::array()}, {"charts", json::array()}, {"findings", json::array()}, {"claims", json::array()}};
+    json section = empty_section(stage.id, stage.title);
+    section["status"] = "ran";
     std::vector<std::string> reasons;
     for (const auto& u : units) {
       if (u["stage"] != stage.id) continue;

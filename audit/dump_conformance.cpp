@@ -120,10 +120,7 @@ std::string dump_case_reproduce_command(const DumpConformanceCase& c) {
 }
 
 Section dump_conformance_section(const AuditContext& ctx) {
-  Section sec = {{"section", "dump-conformance"},
-                 {"title", "Recorded kvpress selections on real dumps vs the oracle"},
-                 {"summary", json::object()}, {"tables", json::array()}, {"charts", json::array()},
-                 {"findings", json::array()}, {"claims", json::array()}};
+  Section sec = empty_section("dump-conformance", "Recorded kvpress selections on real dumps vs the oracle");
   if (ctx.dumps == nullptr || ctx.dumps->empty()) {
     sec["status"] = "missing-inputs";
     sec["status_reason"] = "no real dumps (data/manifest.json) were loaded";

@@ -145,10 +145,7 @@ std::string short_model(const std::string& id) { return id.substr(id.find('/') =
 }  // namespace
 
 Section needle_study_section(const AuditContext& ctx) {
-  Section sec = {{"section", "needle-study"},
-                 {"title", "Needle retrieval through kvpress's pipeline (small scale, stand-in models and protocol)"},
-                 {"tables", json::array()}, {"charts", json::array()}, {"findings", json::array()}, {"claims", json::array()},
-                 {"summary", json::object()}};
+  Section sec = empty_section("needle-study", "Needle retrieval through kvpress's pipeline (small scale, stand-in models and protocol)");
   const std::vector<std::string> folders = io::find_needle_studies(ctx.data_dir);
   if (folders.empty()) {
     sec["status"] = "missing-inputs";

@@ -217,10 +217,7 @@ std::string foreign_page_case_reproduce_command(const ForeignPagesRecord& record
 }
 
 Section page_foreign_section(const AuditContext& ctx) {
-  Section sec = {{"section", "page-foreign"},
-                 {"title", "The authors' Page-EntroKV pooler: recorded selections vs the oracle"},
-                 {"summary", json::object()}, {"tables", json::array()}, {"charts", json::array()},
-                 {"findings", json::array()}, {"claims", json::array()}};
+  Section sec = empty_section("page-foreign", "The authors' Page-EntroKV pooler: recorded selections vs the oracle");
   if (ctx.dumps == nullptr || ctx.dumps->empty()) {
     sec["status"] = "missing-inputs";
     sec["status_reason"] = "no real dumps were loaded";
@@ -350,10 +347,7 @@ const std::vector<PaperCodeDisagreement>& paper_code_disagreements() {
 }
 
 Section page_paper_code_section(const AuditContext& ctx) {
-  Section sec = {{"section", "page-paper-code"},
-                 {"title", "Page-EntroKV: the authors' paper against their released code"},
-                 {"summary", json::object()}, {"tables", json::array()}, {"charts", json::array()},
-                 {"findings", json::array()}, {"claims", json::array()}};
+  Section sec = empty_section("page-paper-code", "Page-EntroKV: the authors' paper against their released code");
   if (ctx.dumps == nullptr || ctx.dumps->empty()) {
     sec["status"] = "missing-inputs";
     sec["status_reason"] = "no real dumps were loaded";
