@@ -6,6 +6,20 @@
 #include "oracle/needle_retention.h"
 
 namespace op = kvaudit::oracle::paging;
+
+namespace {
+
+// An attention row from integer weights: each over their sum (all zeros stay zeros).
+std::vector<float> normalized(const std::vector<int>& w) {
+  double sum = 0;
+  for (int v : w) sum += v;
+  std::vector<float> row;
+  for (int v : w) row.push_back(sum > 0 ? static_cast<float>(v / sum) : 0.0f);
+  return row;
+}
+
+}  // namespace
+
 using kvaudit::Index;
 
 RC_GTEST_PROP(PagingNeedle, ConditionImpliesRetention, ()) {
@@ -37,11 +51,7 @@ RC_GTEST_PROP(PagingNeedle, ConditionImpliesRetention, ()) {
       const int block = *rc::gen::element(10, 200, 2000, 20000);
       for (Index t = needle * P; t < std::min((needle + 1) * P, T); ++t) w[t] += block;
     }
-    double sum = 0;
-    for (int v : w) sum += v;
-    std::vector<float> row;
-    for (int v : w) row.push_back(sum > 0 ? static_cast<float>(v / sum) : 0.0f);
-    rows.push_back(row);
+    rows.push_back(normalized(w));
   }
   std::vector<std::span<const float>> spans(rows.begin(), rows.end());
   const op::NeedlePageCheck c = op::check_needle_page(spans, params, needle);
@@ -69,11 +79,7 @@ RC_GTEST_PROP(PagingNeedle, BatchedChecksEqualOnePageChecks, ()) {
   std::vector<std::vector<float>> rows;
   for (Index h = 0; h < G; ++h) {
     auto w = *rc::gen::container<std::vector<int>>(static_cast<std::size_t>(T), rc::gen::element(0, 1, 3, 50));
-    double sum = 0;
-    for (int v : w) sum += v;
-    std::vector<float> row;
-    for (int v : w) row.push_back(sum > 0 ? static_cast<float>(v / sum) : 0.0f);
-    rows.push_back(row);
+    rows.push_back(normalized(w));
   }
   std::vector<std::span<const float>> spans(rows.begin(), rows.end());
   const Index n_pages = (T + P - 1) / P;
