@@ -26,6 +26,13 @@ std::string fmt(double v, int digits = 2) {
   std::snprintf(b, sizeof b, "%.*f", digits, v);
   return b;
 }
+// A p-value: four decimals, or two significant digits below 1e-4 (which four decimals would print as 0.0000).
+std::string p_text(double p) {
+  if (p >= 1e-4) return fmt(p, 4);
+  char b[32];
+  std::snprintf(b, sizeof b, "%.1e", p);
+  return b;
+}
 std::string signed_fmt(double v, int digits = 2) { return (v >= 0 ? "+" : "") + fmt(v, digits); }
 std::string interval_text(const Interval& i) { return "[" + fmt(i.lower) + ", " + fmt(i.upper) + "]"; }
 std::string ratio_text(double cr) {
@@ -87,11 +94,14 @@ Paired pair_of(const Runs& runs, const std::string& mode, const std::string& a, 
   return p;
 }
 
-// The conditions a comparison needs, found by what they are (method, ratio, rescue size, pooling), not by name.
+// The conditions a comparison needs, found by what they are (method, ratio, rescue size, pooling, preset), not by
+// name. An empty preset is kvaudit's default selector.
 std::optional<std::string> find_condition(const NeedleStudy& s, const std::string& method, double cr,
-                                          std::optional<Index> rescue = std::nullopt, const std::string& pooling = "") {
+                                          std::optional<Index> rescue = std::nullopt, const std::string& pooling = "",
+                                          const std::string& preset = "") {
   for (const NeedleCondition& c : s.conditions)
-    if (c.method == method && c.compression_ratio == cr && (!rescue || c.rescue_size == rescue) && (pooling.empty() || c.pooling == pooling))
+    if (c.method == method && c.compression_ratio == cr && (!rescue || c.rescue_size == rescue) && (pooling.empty() || c.pooling == pooling) &&
+        c.preset == preset)
       return c.name;
   return std::nullopt;
 }
@@ -107,7 +117,16 @@ struct Comparison {
   std::string label, a, b;
   enum class Claim { None, EgBeatsChunkKV, EntropyAllMeanNone } claim = Claim::None;
   double cr = 0;
+  std::string preset{};  // Page-EntroKV: the variant both conditions ran (empty: kvaudit's default)
 };
+
+// The Page-EntroKV variants a study may hold: kvaudit's default and the authors' released pooler (docs/page-entrokv.md, 8).
+constexpr const char* kPagePresets[] = {"", "released"};
+
+std::string variant_text(const std::string& preset) {
+  return preset.empty() ? "kvaudit's default variant" : "the `" + preset + "` preset (the authors' pooler: tau 0.5, raw rows, max page score, "
+                                                        "a page count by top-k, sinks compete)";
+}
 
 std::vector<Comparison> comparisons_of(const NeedleStudy& s) {
   std::vector<Comparison> out;
@@ -121,10 +140,18 @@ std::vector<Comparison> comparisons_of(const NeedleStudy& s) {
     if (chunk && eg8) out.push_back({"EG-ChunkKV r8 (control) - ChunkKV" + at, *eg8, *chunk, Comparison::Claim::None, cr});
   }
   for (double cr : ratios_of(s, "page-entrokv")) {
-    const auto entropy = find_condition(s, "page-entrokv", cr, std::nullopt, "entropy");
-    const auto mean = find_condition(s, "page-entrokv", cr, std::nullopt, "mean");
-    if (entropy && mean)
-      out.push_back({"Page-EntroKV entropy - mean pooling, cr " + ratio_text(cr), *entropy, *mean, Comparison::Claim::EntropyAllMeanNone, cr});
+    const std::string at = ", cr " + ratio_text(cr);
+    for (const std::string preset : kPagePresets) {
+      const auto entropy = find_condition(s, "page-entrokv", cr, std::nullopt, "entropy", preset);
+      const auto mean = find_condition(s, "page-entrokv", cr, std::nullopt, "mean", preset);
+      if (entropy && mean)
+        out.push_back({"Page-EntroKV entropy - mean pooling" + (preset.empty() ? "" : ", " + preset + " preset") + at, *entropy, *mean,
+                       Comparison::Claim::EntropyAllMeanNone, cr, preset});
+    }
+    const auto ours = find_condition(s, "page-entrokv", cr, std::nullopt, "entropy");
+    const auto released = find_condition(s, "page-entrokv", cr, std::nullopt, "entropy", "released");
+    if (ours && released)
+      out.push_back({"Page-EntroKV released preset - kvaudit default" + at, *released, *ours, Comparison::Claim::None, cr});
   }
   return out;
 }
@@ -185,10 +212,11 @@ Section needle_study_section(const AuditContext& ctx) {
     // 2. Retrieval against cr, per mode: one series per method, Wilson interval bars.
     for (const std::string& mode : study.modes) {
       json series = json::array();
-      auto add = [&](const std::string& name, const std::string& method, std::optional<Index> rescue, const std::string& pooling) {
+      auto add = [&](const std::string& name, const std::string& method, std::optional<Index> rescue, const std::string& pooling,
+                     const std::string& preset = "") {
         json points = json::array();
         for (double cr : ratios_of(study, method))
-          if (const auto c = find_condition(study, method, cr, rescue, pooling); c && rates[mode][*c].n) {
+          if (const auto c = find_condition(study, method, cr, rescue, pooling, preset); c && rates[mode][*c].n) {
             const Rate& r = rates[mode][*c];
             const Interval ci = wilson_interval(r.retrieved, r.n);
             points.push_back({cr, r.rate(), ci.lower, ci.upper});
@@ -201,6 +229,8 @@ Section needle_study_section(const AuditContext& ctx) {
       add("EG-ChunkKV r8", "eg-chunkkv", Index{8}, "");
       add("Page-EntroKV entropy", "page-entrokv", std::nullopt, "entropy");
       add("Page-EntroKV mean", "page-entrokv", std::nullopt, "mean");
+      add("Page-EntroKV entropy, released preset", "page-entrokv", std::nullopt, "entropy", "released");
+      add("Page-EntroKV mean, released preset", "page-entrokv", std::nullopt, "mean", "released");
       sec["charts"].push_back({{"title", model + ", " + mode + ": needle retrieved (n = " + std::to_string(n) + ", Wilson 95 %)"},
                                {"kind", "line"}, {"x_label", "compression ratio"}, {"y_label", "retrieval rate"}, {"series", series}});
     }
@@ -217,11 +247,11 @@ Section needle_study_section(const AuditContext& ctx) {
         const double p_value = exact_mcnemar_p(c);
         const std::string discordant = std::to_string(c.only_a) + " / " + std::to_string(c.only_b);
         pair_rows.push_back({model, cmp.label, mode, c.n(), fmt(ra), fmt(rb), signed_fmt(ra - rb) + " " + interval_text(ci), discordant,
-                             fmt(p_value, 4), signed_fmt(p.tf_difference_sum / static_cast<double>(c.n()), 3)});
+                             p_text(p_value), signed_fmt(p.tf_difference_sum / static_cast<double>(c.n()), 3)});
         const std::string measured = std::to_string(c.both + c.only_a) + "/" + std::to_string(c.n()) + " vs " +
                                      std::to_string(c.both + c.only_b) + "/" + std::to_string(c.n()) + " retrieved (" + mode +
                                      "), paired difference " + signed_fmt(ra - rb) + ", discordant " + discordant +
-                                     ", exact McNemar p = " + fmt(p_value, 4);
+                                     ", exact McNemar p = " + p_text(p_value);
         const std::string protocol = "single-needle retrieval through kvpress 0.5.5's pipeline (" + mode + ", our seeded needle protocol, " +
                                      "contexts of about 4k tokens, " + std::to_string(n) + " haystacks) on " + model;
         // Both claims are comparisons of two presses on the same haystacks: a stand-in row on the paired interval.
@@ -240,7 +270,7 @@ Section needle_study_section(const AuditContext& ctx) {
                      "RULER-4096's 13 subtasks on Llama-3.1-8B-Instruct", interval_evidence(ci, 0.0, Side::Above));
         if (cmp.claim == Comparison::Claim::EntropyAllMeanNone)
           paired_row("At 20% retention, needle recall is 100% with entropy pooling vs 0% with mean pooling (generation level)", "seed 004",
-                     "Page-EntroKV (P = 16, 4 sinks) entropy vs mean pooling",
+                     "Page-EntroKV (P = 16, 4 sinks) entropy vs mean pooling, " + variant_text(cmp.preset),
                      "100 % vs 0 % is a paired difference of exactly 1 (every haystack retrieved with entropy pooling, none with mean): "
                      "a point claim, judged by whether the paired interval contains 1",
                      "the preprint's unpublished needle protocol on Qwen2.5-1.5B-Instruct, kvaudit's PageEntroKVPress for its press",

@@ -97,7 +97,8 @@ NeedleStudy load_needle_study(const std::string& folder) {
     const JsonFields f{study_path, "conditions." + name + ".", c};
     s.conditions.push_back({.name = name, .method = f.text("method"), .compression_ratio = f.number("compression_ratio"),
                             .rescue_size = f.optional_count("rescue_size"),
-                            .pooling = c.contains("pooling") ? f.text("pooling") : std::string()});
+                            .pooling = c.contains("pooling") ? f.text("pooling") : std::string(),
+                            .preset = c.contains("preset") ? f.text("preset") : std::string()});
   }
 
   const std::string records_path = (fs::path(folder) / "records.jsonl").string();

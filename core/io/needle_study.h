@@ -18,6 +18,7 @@ struct NeedleCondition {
   double compression_ratio = 0;
   std::optional<Index> rescue_size{};  // eg_chunkkv: low_entropy_chunk_length
   std::string pooling{};             // page_entrokv: entropy or mean
+  std::string preset{};              // page_entrokv: the selector preset, e.g. "released"; empty: kvaudit's default
 };
 
 // One generation: haystack `haystack` in `mode` under `condition`.

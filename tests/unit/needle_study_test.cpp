@@ -6,6 +6,7 @@
 #include <cmath>
 #include <filesystem>
 #include <functional>
+#include <map>
 #include <fstream>
 #include <string>
 #include <vector>
@@ -49,29 +50,46 @@ TEST(PairedStatistics, ExactMcNemar) {
   EXPECT_NEAR(audit::exact_mcnemar_p({0, 0, 60, 0}), 2 * std::pow(0.5, 60), 1e-30);
 }
 
-// A study folder written by hand: two conditions (ChunkKV and EG-ChunkKV r4 at cr 0.85) over `haystacks`
-// haystacks; `eg_wins(h)` and `chunk_wins(h)` say which retrieved on haystack h (the same in both modes).
-fs::path write_study(const fs::path& dir, int haystacks, const std::function<bool(int)>& eg_wins, const std::function<bool(int)>& chunk_wins,
-                     const std::string& gguf_sha256 = "abc") {
+// A planted condition: its name, its study.json fields, and on which haystacks it retrieved (the same in both modes).
+struct PlantedCondition {
+  std::string name;
+  json fields;
+  std::function<bool(int)> wins;
+};
+
+// A study folder written by hand from planted conditions over `haystacks` haystacks.
+fs::path write_planted(const fs::path& dir, int haystacks, const std::vector<PlantedCondition>& conditions,
+                       const std::string& gguf_sha256 = "abc") {
   const fs::path folder = dir / "needle_study";
   fs::create_directories(folder);
+  json fields = json::object();
+  for (const PlantedCondition& c : conditions) fields[c.name] = c.fields;
   json study = {{"schema", "kvaudit-needle-study/1"}, {"status", "complete"},
                 {"model", {{"id", "Org/Planted-Model"}, {"gguf_sha256", gguf_sha256}}},
                 {"protocol", "planted"}, {"planned_haystacks", haystacks}, {"completed_haystacks", haystacks},
-                {"modes", {"question-agnostic", "question-aware"}},
-                {"conditions", {{"chunkkv_c10_0.85", {{"method", "chunkkv"}, {"compression_ratio", 0.85}, {"chunk_length", 10}}},
-                                {"eg_chunkkv_c10_r4_0.85", {{"method", "eg-chunkkv"}, {"compression_ratio", 0.85}, {"rescue_size", 4}}}}}};
+                {"modes", {"question-agnostic", "question-aware"}}, {"conditions", fields}};
   std::ofstream(folder / "study.json") << study.dump(1);
   std::ofstream records(folder / "records.jsonl");
   for (int h = 0; h < haystacks; ++h)
     for (const char* mode : {"question-agnostic", "question-aware"})
-      for (const auto& [cond, won] : {std::pair{"chunkkv_c10_0.85", chunk_wins(h)}, std::pair{"eg_chunkkv_c10_r4_0.85", eg_wins(h)}})
-        records << json{{"schema", "kvaudit-needle-study/1"}, {"haystack", h}, {"mode", mode}, {"condition", cond},
+      for (const PlantedCondition& c : conditions) {
+        const bool won = c.wins(h);
+        records << json{{"schema", "kvaudit-needle-study/1"}, {"haystack", h}, {"mode", mode}, {"condition", c.name},
                         {"value_kind", "digits3"}, {"value_tokens", 3}, {"error", nullptr}, {"retrieved", won},
                         {"tf_mean_logprob", won ? -0.1 : -3.0}, {"value_kept_per_layer", {won ? 1.0 : 0.0, 0.5}}}
                        .dump()
                 << "\n";
+      }
   return folder;
+}
+
+// Two conditions (ChunkKV and EG-ChunkKV r4 at cr 0.85); `eg_wins(h)` and `chunk_wins(h)` say which retrieved.
+fs::path write_study(const fs::path& dir, int haystacks, const std::function<bool(int)>& eg_wins, const std::function<bool(int)>& chunk_wins,
+                     const std::string& gguf_sha256 = "abc") {
+  return write_planted(dir, haystacks,
+                       {{"chunkkv_c10_0.85", {{"method", "chunkkv"}, {"compression_ratio", 0.85}, {"chunk_length", 10}}, chunk_wins},
+                        {"eg_chunkkv_c10_r4_0.85", {{"method", "eg-chunkkv"}, {"compression_ratio", 0.85}, {"rescue_size", 4}}, eg_wins}},
+                       gguf_sha256);
 }
 
 std::string load_error(const fs::path& folder) {
@@ -144,6 +162,45 @@ TEST_F(NeedleStudyFiles, PlantedWinnerGivesTheClaimItsSideAndNeverASettledVerdic
   ASSERT_EQ(opposite["claims"].size(), 2u);
   for (const json& c : opposite["claims"]) EXPECT_EQ(c["verdict"], "not-reproduced") << c.dump();
   EXPECT_TRUE(opposite["findings"].empty());
+}
+
+TEST_F(NeedleStudyFiles, PageVariantsArePairedWithinTheirPresetAndAgainstEachOther) {
+  // kvaudit's default: entropy on all 20 haystacks, mean on 10; the released preset: entropy on 18, mean on none.
+  auto page = [](const char* pooling, const char* preset) {
+    json f = {{"method", "page-entrokv"}, {"compression_ratio", 0.8}, {"pooling", pooling}};
+    if (*preset) f["preset"] = preset;
+    return f;
+  };
+  write_planted(dir, 20, {{"page_entrokv_entropy_0.8", page("entropy", ""), [](int) { return true; }},
+                          {"page_entrokv_mean_0.8", page("mean", ""), [](int h) { return h < 10; }},
+                          {"page_entrokv_released_0.8", page("entropy", "released"), [](int h) { return h < 18; }},
+                          {"page_entrokv_released_mean_0.8", page("mean", "released"), [](int) { return false; }}});
+  audit::AuditContext ctx;
+  ctx.data_dir = dir.string();
+  const json sec = audit::needle_study_section(ctx);
+  ASSERT_EQ(sec["status"], "ran");
+  std::map<std::string, json> pairs;  // "label | mode" -> row
+  for (const json& row : sec["tables"][1]["rows"]) pairs[row[1].get<std::string>() + " | " + row[2].get<std::string>()] = row;
+  ASSERT_EQ(pairs.size(), 6u) << sec["tables"][1].dump();
+  const json& ours = pairs.at("Page-EntroKV entropy - mean pooling, cr 0.8 | question-aware");
+  EXPECT_EQ(ours[4], "1.00");
+  EXPECT_EQ(ours[5], "0.50");
+  const json& released = pairs.at("Page-EntroKV entropy - mean pooling, released preset, cr 0.8 | question-aware");
+  EXPECT_EQ(released[4], "0.90");
+  EXPECT_EQ(released[5], "0.00");
+  EXPECT_EQ(released[7], "18 / 0");
+  EXPECT_EQ(released[8], "7.6e-06");  // 2 * 2^-18, which four decimals would print as 0.0000
+  const json& variants = pairs.at("Page-EntroKV released preset - kvaudit default, cr 0.8 | question-aware");
+  EXPECT_EQ(variants[7], "0 / 2");
+  EXPECT_EQ(variants[8], "0.5000");
+  // One needle-recall claim row per variant and mode, each naming its variant; a paired 0.9 or 0.5 is not 1.
+  ASSERT_EQ(sec["claims"].size(), 4u);
+  int naming_released = 0;
+  for (const json& c : sec["claims"]) {
+    EXPECT_EQ(c["verdict"], "not-reproduced") << c.dump();
+    naming_released += c["measured"].get<std::string>().find("the `released` preset") != std::string::npos;
+  }
+  EXPECT_EQ(naming_released, 2);
 }
 
 TEST_F(NeedleStudyFiles, StudyOfAnotherModelThanTheDumpsIsAFinding) {

@@ -16,10 +16,10 @@ import sys
 
 import numpy as np
 
-from kvaudit.page_entrokv_press import pages_to_positions, select_pages
+from kvaudit.page_entrokv_press import PageEntroKVPress, pages_to_positions, select_pages
 
 RATIO = re.compile(r'"compression_ratio"\s*:\s*("?)([0-9.eE+-]+)\1')
-KNOBS = ("sinks", "pooling", "page_score", "source", "sink_pages", "greedy")
+KNOBS = ("sinks", *PageEntroKVPress.KNOBS)
 
 
 def answer(req, rho_text):

@@ -18,6 +18,10 @@ Modes: question-agnostic = the pipeline's default (the context is compressed, th
 question-aware = the question is appended to the context before compression (``question=""``). The token
 stream is the same text in both modes; only where compression happens differs.
 
+Conditions added later (``--add-conditions``) run on the completed study's own haystacks, which its seed fixes;
+the first haystack of every invocation also replays a recorded condition, and the run stops unless the replay
+matches its records (study.json lists the replays in the segment that added the conditions).
+
 Usage (one model; records.jsonl grows one line per run, study.json is rewritten after every haystack):
   /opt/kvenv/bin/python tools/needle_study/needle_study.py --gguf ~/.cache/kvaudit-gguf/qwen2.5-coder-0.5b-instruct-q4_k_m.gguf \\
       --model-id Qwen/Qwen2.5-Coder-0.5B-Instruct --out data/qwen2.5-coder-0.5b-instruct/needle_study \\
@@ -95,6 +99,12 @@ def conditions():
         out[f"page_entrokv_{pooling}_0.8"] = (
             {"method": "page-entrokv", "pooling": pooling, **PAGE, "window_size": 64},
             lambda pooling=pooling: PageEntroKVPress(pooling=pooling, window_size=64, **PAGE))
+    # The authors' released pooler (PageEntro-KV core.py) as kvaudit's `released` preset: tau 0.5, raw pooled rows,
+    # max page score, a page count K = floor((1 - rho) T / P) by top-k, sinks compete (docs/page-entrokv.md, 8).
+    # Mean pooling under the same preset is the paper's own baseline for its "100 % vs 0 %" needle claim.
+    for pooling, name in (("entropy", "page_entrokv_released_0.8"), ("mean", "page_entrokv_released_mean_0.8")):
+        out[name] = ({"method": "page-entrokv", "pooling": pooling, "preset": "released", **PAGE, "window_size": 64},
+                     lambda pooling=pooling: PageEntroKVPress(preset="released", pooling=pooling, window_size=64, **PAGE))
     return out
 
 
@@ -436,8 +446,17 @@ def main():
     ap.add_argument("--resume", action="store_true",
                     help="continue a study cut by its deadline: same model, seed, tokens and conditions; "
                          "starts at the first haystack not completed (a partial haystack's lines are dropped)")
+    ap.add_argument("--add-conditions", default=None,
+                    help="comma-separated conditions to add to a complete study at --out: run on each of its completed "
+                         "haystacks, kept in records.adding.jsonl (resumable) until every haystack has them, then merged "
+                         "into records.jsonl in record order")
+    ap.add_argument("--replay-check", default="page_entrokv_entropy_0.8",
+                    help="with --add-conditions: a recorded condition replayed on the first haystack, which must "
+                         "reproduce its records (answer ids, retention, teacher-forced log-prob) before any is added")
     a = ap.parse_args()
     torch.set_num_threads(a.threads)
+    if a.add_conditions:
+        return add_conditions(a)
     names = a.conditions.split(",") if a.conditions else list(conditions())
     unknown = [n for n in names if n not in conditions()]
     if unknown:
@@ -449,11 +468,7 @@ def main():
         raise SystemExit(f"needle_study: {records_path}: exists; move it away to regenerate (or --resume)")
     if a.resume and not os.path.exists(study_path):
         raise SystemExit(f"needle_study: --resume: {study_path} not found")
-    deadline = None
-    if a.deadline:
-        h, m = map(int, a.deadline.split(":"))
-        now = dt.datetime.now(dt.timezone.utc)
-        deadline = now.replace(hour=h, minute=m, second=0, microsecond=0)
+    deadline = parse_deadline(a.deadline)
     started = dt.datetime.now(dt.timezone.utc)
     log = lambda s: print(s, flush=True)  # noqa: E731
     t0 = time.time()
@@ -509,13 +524,11 @@ def main():
     write_study()
     segment_start = first
     for i in range(first, a.haystacks):
-        if deadline and per_haystack:
-            expected = sum(per_haystack[-3:]) / len(per_haystack[-3:])  # the recent haystacks: load changes
-            if dt.datetime.now(dt.timezone.utc) + dt.timedelta(seconds=expected) > deadline:
-                study["stopped"] = (f"time budget: {i} of {a.haystacks} haystacks done; the next one "
-                                    f"(about {expected:.0f}s) would end after the deadline {a.deadline} UTC")
-                log(study["stopped"])
-                break
+        stop = haystack_deadline_passed(deadline, per_haystack, i, a.haystacks)
+        if stop:
+            study["stopped"] = stop
+            log(stop)
+            break
         th = time.time()
         spec = haystack_spec(a.seed, i)
         doc = build_document(pipe.tokenizer, spec, filler, a.tokens)
@@ -539,6 +552,127 @@ def main():
                                   "haystacks": [segment_start, study["completed_haystacks"]]})
     study["records_sha256"] = sha256_file(records_path) if os.path.exists(records_path) else None
     write_study()
+
+
+def haystack_deadline_passed(deadline, per_haystack, i, planned):
+    """The stop message when the next haystack (expected: the mean of the last three) would end after deadline."""
+    if not deadline or not per_haystack:
+        return None
+    expected = sum(per_haystack[-3:]) / len(per_haystack[-3:])  # the recent haystacks: load changes
+    if dt.datetime.now(dt.timezone.utc) + dt.timedelta(seconds=expected) <= deadline:
+        return None
+    return (f"time budget: {i} of {planned} haystacks done; the next one (about {expected:.0f}s) would end after the "
+            f"deadline {deadline.strftime('%H:%M')} UTC")
+
+
+def parse_deadline(text):
+    if not text:
+        return None
+    h, m = map(int, text.split(":"))
+    now = dt.datetime.now(dt.timezone.utc)
+    deadline = now.replace(hour=h, minute=m, second=0, microsecond=0)
+    return deadline if deadline > now else deadline + dt.timedelta(days=1)  # a deadline past midnight
+
+
+REPLAYED = ("answer_ids", "retrieved", "value_kept_per_layer", "kept_tokens_min_per_layer", "layer_cache_lengths",
+            "tf_mean_logprob")
+
+
+def add_conditions(a):
+    """--add-conditions: the new conditions on every completed haystack of the study at a.out (see --help)."""
+    names = a.add_conditions.split(",")
+    records_path = os.path.join(a.out, "records.jsonl")
+    study_path = os.path.join(a.out, "study.json")
+    adding_path = os.path.join(a.out, "records.adding.jsonl")
+    replay_path = os.path.join(a.out, "records.adding.replays.jsonl")  # the replay checks that passed, for study.json
+    study = json.load(open(study_path, encoding="utf-8"))
+    for n in names:
+        if n not in conditions():
+            raise SystemExit(f"needle_study: --add-conditions: unknown condition {n!r}")
+        if n in study["conditions"]:
+            raise SystemExit(f"needle_study: --add-conditions: {study_path}: field 'conditions' already has {n!r}")
+    if study["status"] != "complete":
+        raise SystemExit(f"needle_study: --add-conditions: {study_path}: field 'status' is {study['status']!r}, not 'complete'")
+    for key, mine in (("seed", a.seed), ("max_new_tokens", a.max_new_tokens), ("threads", a.threads)):
+        if study[key] != mine:
+            raise SystemExit(f"needle_study: --add-conditions: {study_path}: field {key!r} is {study[key]!r}, this run has {mine!r}")
+    if study["haystack_design"]["filler_tokens"] != a.tokens:
+        raise SystemExit(f"needle_study: --add-conditions: {study_path}: field 'haystack_design.filler_tokens' differs")
+    if a.replay_check not in study["conditions"]:
+        raise SystemExit(f"needle_study: --replay-check: {a.replay_check!r} is not one of the study's conditions")
+    log = lambda s: print(s, flush=True)  # noqa: E731
+    started = dt.datetime.now(dt.timezone.utc)
+    t0 = time.time()
+    pipe, info = load(a.gguf, a.model_id)
+    if info["gguf_sha256"] != study["model"]["gguf_sha256"]:
+        raise SystemExit(f"needle_study: --add-conditions: {study_path}: field 'model.gguf_sha256' is another model")
+    log(f"loaded {a.model_id} in {time.time() - t0:.1f}s")
+    recorded = [json.loads(l) for l in open(records_path, encoding="utf-8")]
+    adding = [json.loads(l) for l in open(adding_path, encoding="utf-8")] if os.path.exists(adding_path) else []
+    done = {h for h in {r["haystack"] for r in adding}
+            if sum(r["haystack"] == h for r in adding) == len(MODES) * len(names)}
+    adding = [r for r in adding if r["haystack"] in done]  # a cut haystack's lines are dropped
+    with open(adding_path, "w", encoding="utf-8") as f:
+        f.writelines(json.dumps(r) + "\n" for r in adding)
+    filler = filler_paragraphs()
+    deadline = parse_deadline(a.deadline)
+    per_haystack, n = [], study["completed_haystacks"]
+    for i in range(n):
+        if i in done:
+            continue
+        stop = haystack_deadline_passed(deadline, per_haystack, i, n)
+        if stop:
+            log(stop)
+            raise SystemExit(f"needle_study: --add-conditions: stopped; rerun the same command to continue ({stop})")
+        th = time.time()
+        spec = haystack_spec(a.seed, i)
+        doc = build_document(pipe.tokenizer, spec, filler, a.tokens)
+        replay = [a.replay_check] if not per_haystack else []  # every invocation's first haystack
+        log(f"haystack {i}: {spec['value_kind']} value {spec['value']} depth {spec['depth']}")
+        for mode in MODES:
+            records, _ = run_haystack_mode(pipe, spec, doc, mode, a.max_new_tokens, names + replay, log)
+            for r in records[len(names):]:
+                old = next(x for x in recorded if (x["haystack"], x["mode"], x["condition"]) == (i, mode, r["condition"]))
+                for field in REPLAYED:
+                    if r[field] != old[field]:
+                        raise SystemExit(f"needle_study: --replay-check: {records_path}: haystack {i} {mode} "
+                                         f"{r['condition']}: field {field!r} was {old[field]!r}, replayed {r[field]!r}")
+                log(f"  [{i} {mode}] replay of {r['condition']} reproduces its record ({', '.join(REPLAYED)})")
+                with open(replay_path, "a", encoding="utf-8") as f:
+                    f.write(json.dumps({"haystack": i, "mode": mode, "condition": r["condition"], "reproduced": REPLAYED,
+                                        "utc": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")}) + "\n")
+            with open(adding_path, "a", encoding="utf-8") as f:
+                f.writelines(json.dumps(r) + "\n" for r in records[:len(names)])
+        per_haystack.append(time.time() - th)
+        log(f"haystack {i} done in {per_haystack[-1]:.0f}s")
+    # Every haystack has the new conditions: merge in record order (haystack, mode, condition) and register them.
+    adding = [json.loads(l) for l in open(adding_path, encoding="utf-8")]
+    order = list(study["conditions"]) + names
+    merged = sorted(recorded + adding, key=lambda r: (r["haystack"], MODES.index(r["mode"]), order.index(r["condition"])))
+    tmp = records_path + ".tmp"
+    with open(tmp, "w", encoding="utf-8") as f:
+        f.writelines(json.dumps(r) + "\n" for r in merged)
+    os.replace(tmp, records_path)
+    finished = dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
+    for n_ in names:
+        study["conditions"][n_] = conditions()[n_][0]
+    study.setdefault("segments", [{"command": study["command"], "started_utc": study["started_utc"],
+                                   "finished_utc": study.get("finished_utc"), "stopped": study.get("stopped"),
+                                   "haystacks": [0, n]}])
+    study["segments"].append({"command": shlex.join(sys.argv), "added_conditions": names,
+                              "replay_checks": [json.loads(l) for l in open(replay_path, encoding="utf-8")],
+                              "packages": package_versions(),
+                              "started_utc": started.isoformat(timespec="seconds"), "finished_utc": finished,
+                              "haystacks": [0, n]})
+    study["records_sha256"] = sha256_file(records_path)
+    tmp = study_path + ".tmp"
+    with open(tmp, "w", encoding="utf-8") as f:
+        json.dump(study, f, indent=1)
+        f.write("\n")
+    os.replace(tmp, study_path)
+    os.remove(adding_path)
+    os.remove(replay_path)
+    log(f"added {names} on {n} haystacks")
 
 
 if __name__ == "__main__":
