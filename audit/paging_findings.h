@@ -9,7 +9,8 @@
 
 namespace kvaudit::audit {
 
-// Masquerade (docs/page-entrokv.md): in a (layer, group), the head the entropy weighting ranks first (largest
+// kvaudit's masquerade count (docs/page-entrokv.md section 6), secondary to the paper's metric
+// (oracle/sink_masquerade.h), which the claim row uses: in a (layer, group), the head the entropy weighting ranks first (largest
 // collision probability, lowest index on ties) is a *sink head*, one with at least kSinkHeadMass of its
 // raw mass on the first n_sink positions. Counted with weights computed on the raw p_h ("without sink
 // isolation") and on p~_h ("with").

@@ -1,5 +1,6 @@
 // The paging audit stage on a synthetic dump with a planted needle: it runs, finds no violation, reports the
-// union overhead, needle recall and masquerade counts, and says "missing-inputs" without dumps.
+// union overhead, needle recall under both of the paper's criteria, the masquerade count and the paper's masquerade
+// metric, and says "missing-inputs" without dumps.
 #include <gtest/gtest.h>
 
 #include <random>
@@ -69,6 +70,12 @@ TEST(PagingAudit, SyntheticNeedleDump) {
   // The sink head has the lowest raw H2 in every group; isolation removes that.
   EXPECT_EQ(s["summary"]["masquerade_without_isolation"], 6);
   EXPECT_EQ(s["summary"]["masquerade_with_isolation"], 0);
+  // The paper's metric: one sink head and two contextual heads per (layer, group). Raw entropy makes the sink head
+  // the heaviest (ratio > 1); isolation leaves it a diffuse residual, lighter than the needle head (ratio < 1).
+  EXPECT_EQ(s["summary"]["masquerade_paper_sink_heads"], 6);
+  EXPECT_EQ(s["summary"]["masquerade_paper_contextual_heads"], 12);
+  EXPECT_GT(s["summary"]["masquerade_paper_ratio_raw"].get<double>(), 1.0);
+  EXPECT_LT(s["summary"]["masquerade_paper_ratio_isolated"].get<double>(), 1.0);
   ASSERT_EQ(s["claims"].size(), 4u);
   // The claims are typed: union = 1.000 holds by construction with its proof; no stand-in row settles its claim.
   for (const auto& c : s["claims"]) {
@@ -84,11 +91,39 @@ TEST(PagingAudit, SyntheticNeedleDump) {
     if (c["kind"] == "statistical") {
       EXPECT_TRUE(c.contains("interval")) << c.dump();
     }
+    // The seed-004 rows use the paper's own protocols; only the model (and the needle) stands in.
+    const std::string claim = c["claim"], stand_in = c.value("stand_in", "");
+    if (claim.find("13x") != std::string::npos) {
+      EXPECT_NE(stand_in.find("the paper's own masquerade metric"), std::string::npos) << c.dump();
+      EXPECT_NE(c["measured"].get<std::string>().find("2.10x raw"), std::string::npos) << c.dump();
+      EXPECT_EQ(c["source_observations"], 1008);
+    }
+    if (claim.find("needle recall") != std::string::npos) {
+      EXPECT_NE(stand_in.find("preset `paper`"), std::string::npos) << c.dump();
+      EXPECT_EQ(c["measured"].get<std::string>().rfind("paper preset, pooled-selection", 0), 0u) << c.dump();
+    }
+    if (claim.find("4.75x") != std::string::npos) {
+      EXPECT_NE(stand_in.find("the paper's own union-overhead definition"), std::string::npos) << c.dump();
+    }
   }
+  // The needle criteria: both configurations, both criteria; the planted retrieval head keeps the needle in every
+  // (layer, group) under both, so the all-layer reading keeps it too.
+  bool criteria = false;
+  for (const auto& t : s["tables"])
+    if (t["title"].get<std::string>().rfind("Needle kept", 0) == 0) {
+      criteria = true;
+      ASSERT_EQ(t["rows"].size(), 4u) << t.dump();  // (kvaudit, paper) x (all depths, depth not recorded)
+      for (const auto& r : t["rows"]) {
+        EXPECT_EQ(r[2], 6) << "pooled units: 3 layers x 2 groups";
+        EXPECT_EQ(r[3], 6) << "entropy keeps the needle in every unit: " << r.dump();
+        EXPECT_EQ(r[7], 1) << "all-layer: entropy keeps it everywhere: " << r.dump();
+      }
+    }
+  EXPECT_TRUE(criteria);
   // The needle row: entropy pooling keeps the whole needle in every (layer, group).
   bool found = false;
   for (const auto& t : s["tables"])
-    if (t["title"].get<std::string>().rfind("Needle", 0) == 0) {
+    if (t["title"].get<std::string>().rfind("Needle retention", 0) == 0) {
       found = true;
       EXPECT_EQ(t["rows"][0][6], "100.0") << "entropy recall %";
     }
