@@ -60,14 +60,7 @@ std::string fmt_number(double v) {
 }  // namespace
 
 ForeignPagesRecord read_foreign_pages(const std::string& file) {
-  std::ifstream in(file);
-  if (!in) throw InputError(file, "file", "cannot be opened");
-  json j;
-  try {
-    j = json::parse(in);
-  } catch (const json::parse_error& e) {
-    throw InputError(file, "json", e.what());
-  }
+  const json j = io::read_json_file(file);
   const JsonFields top{file, "", j};
   ForeignPagesRecord rec;
   rec.file = file;
@@ -157,10 +150,7 @@ std::vector<ForeignPageCase> judge_foreign_pages(const ForeignPagesRecord& recor
     auto it = std::find_if(dumps.begin(), dumps.end(), [&](const io::PromptDump& d) { return d.name == fp.name; });
     if (it == dumps.end()) throw InputError(record.file, "prompts[" + fp.name + "]", "no such prompt in the loaded dumps");
     const io::PromptDump& d = *it;
-    if (!manifests.count(d.dir)) {
-      std::ifstream m(d.dir + "/manifest.json");
-      manifests[d.dir] = json::parse(m);
-    }
+    if (!manifests.count(d.dir)) manifests[d.dir] = io::read_json_file(d.dir + "/manifest.json");
     std::string dump_sha;
     for (const auto& mp : manifests[d.dir].at("prompts"))
       if (mp.value("name", "") == fp.name) dump_sha = mp.value("sha256", "");

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <fstream>
 #include <optional>
 #include <string>
 
@@ -17,6 +18,17 @@ namespace kvaudit::io {
 inline std::string shown_json(const nlohmann::json& v) {
   std::string s = v.dump();
   return s.size() > 60 ? s.substr(0, 57) + "..." : s;
+}
+
+// A JSON file, parsed. Throws InputError naming the file when it cannot be opened or is not JSON.
+inline nlohmann::json read_json_file(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) throw InputError(path, "file", "cannot be opened");
+  try {
+    return nlohmann::json::parse(in);
+  } catch (const nlohmann::json::parse_error& e) {
+    throw InputError(path, "json", e.what());
+  }
 }
 
 struct JsonFields {

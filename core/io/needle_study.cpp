@@ -22,16 +22,6 @@ namespace fs = std::filesystem;
 
 constexpr const char* kSchema = "kvaudit-needle-study/1";
 
-json read_json(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) throw InputError(path, "file", "cannot open");
-  try {
-    return json::parse(in);
-  } catch (const json::parse_error& e) {
-    throw InputError(path, "json", e.what());
-  }
-}
-
 NeedleRun parse_run(const JsonFields& f, const NeedleStudy& study) {
   if (f.text("schema") != kSchema) f.bad("schema", std::string("must be \"") + kSchema + "\"");
   NeedleRun r{.haystack = f.count("haystack"), .mode = f.text("mode"), .condition = f.text("condition"),
@@ -68,7 +58,7 @@ NeedleRun parse_run(const JsonFields& f, const NeedleStudy& study) {
 NeedleStudy load_needle_study(const std::string& folder) {
   NeedleStudy s{.folder = folder};
   const std::string study_path = (fs::path(folder) / "study.json").string();
-  const json study = read_json(study_path);
+  const json study = read_json_file(study_path);
   const JsonFields top{study_path, "", study};
   if (top.text("schema") != kSchema) top.bad("schema", std::string("must be \"") + kSchema + "\"");
   if (top.text("status") != "complete") top.bad("status", "must be \"complete\" (the run did not finish)");

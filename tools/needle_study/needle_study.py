@@ -33,6 +33,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import datetime as dt
+import fcntl
 import hashlib
 import json
 import math
@@ -450,6 +451,9 @@ def main():
                     help="comma-separated conditions to add to a complete study at --out: run on each of its completed "
                          "haystacks, kept in records.adding.jsonl (resumable) until every haystack has them, then merged "
                          "into records.jsonl in record order")
+    ap.add_argument("--add-range", default=None,
+                    help="with --add-conditions: START:END, the haystacks this invocation runs (several may run at once "
+                         "on disjoint ranges; the last to finish merges)")
     ap.add_argument("--replay-check", default="page_entrokv_entropy_0.8",
                     help="with --add-conditions: a recorded condition replayed on the first haystack, which must "
                          "reproduce its records (answer ids, retention, teacher-forced log-prob) before any is added")
@@ -533,6 +537,7 @@ def main():
         spec = haystack_spec(a.seed, i)
         doc = build_document(pipe.tokenizer, spec, filler, a.tokens)
         log(f"haystack {i}: {spec['value_kind']} value {spec['value']} depth {spec['depth']}")
+        added = []
         for mode in MODES:
             records, prefill_s = run_haystack_mode(pipe, spec, doc, mode, a.max_new_tokens, names, log)
             with open(records_path, "a", encoding="utf-8") as f:
@@ -574,6 +579,14 @@ def parse_deadline(text):
     return deadline if deadline > now else deadline + dt.timedelta(days=1)  # a deadline past midnight
 
 
+@contextlib.contextmanager
+def locked(path):
+    """An exclusive lock on path + ".lock": --add-range invocations share the records.adding files."""
+    with open(path + ".lock", "w") as f:
+        fcntl.flock(f, fcntl.LOCK_EX)
+        yield
+
+
 REPLAYED = ("answer_ids", "retrieved", "value_kept_per_layer", "kept_tokens_min_per_layer", "layer_cache_lengths",
             "tf_mean_logprob")
 
@@ -608,16 +621,25 @@ def add_conditions(a):
         raise SystemExit(f"needle_study: --add-conditions: {study_path}: field 'model.gguf_sha256' is another model")
     log(f"loaded {a.model_id} in {time.time() - t0:.1f}s")
     recorded = [json.loads(l) for l in open(records_path, encoding="utf-8")]
-    adding = [json.loads(l) for l in open(adding_path, encoding="utf-8")] if os.path.exists(adding_path) else []
-    done = {h for h in {r["haystack"] for r in adding}
-            if sum(r["haystack"] == h for r in adding) == len(MODES) * len(names)}
-    adding = [r for r in adding if r["haystack"] in done]  # a cut haystack's lines are dropped
-    with open(adding_path, "w", encoding="utf-8") as f:
-        f.writelines(json.dumps(r) + "\n" for r in adding)
+    n = study["completed_haystacks"]
+
+    def completed_adding():
+        """The added records of the haystacks that have all of them (a haystack's lines are appended at once)."""
+        adding = [json.loads(l) for l in open(adding_path, encoding="utf-8")] if os.path.exists(adding_path) else []
+        done = {h for h in {r["haystack"] for r in adding} if sum(r["haystack"] == h for r in adding) == len(MODES) * len(names)}
+        return [r for r in adding if r["haystack"] in done], done
+
+    lo, hi = map(int, a.add_range.split(":")) if a.add_range else (0, n)
+    if not 0 <= lo < hi <= n:
+        raise SystemExit(f"needle_study: --add-range: expected START:END within 0:{n}, got {a.add_range!r}")
+    with locked(adding_path):  # drops what a cut invocation left of a haystack (every other haystack is whole)
+        adding, done = completed_adding()
+        with open(adding_path, "w", encoding="utf-8") as f:
+            f.write("".join(json.dumps(r) + "\n" for r in adding))
     filler = filler_paragraphs()
     deadline = parse_deadline(a.deadline)
-    per_haystack, n = [], study["completed_haystacks"]
-    for i in range(n):
+    per_haystack = []
+    for i in range(lo, hi):
         if i in done:
             continue
         stop = haystack_deadline_passed(deadline, per_haystack, i, n)
@@ -629,6 +651,7 @@ def add_conditions(a):
         doc = build_document(pipe.tokenizer, spec, filler, a.tokens)
         replay = [a.replay_check] if not per_haystack else []  # every invocation's first haystack
         log(f"haystack {i}: {spec['value_kind']} value {spec['value']} depth {spec['depth']}")
+        added = []
         for mode in MODES:
             records, _ = run_haystack_mode(pipe, spec, doc, mode, a.max_new_tokens, names + replay, log)
             for r in records[len(names):]:
@@ -638,15 +661,29 @@ def add_conditions(a):
                         raise SystemExit(f"needle_study: --replay-check: {records_path}: haystack {i} {mode} "
                                          f"{r['condition']}: field {field!r} was {old[field]!r}, replayed {r[field]!r}")
                 log(f"  [{i} {mode}] replay of {r['condition']} reproduces its record ({', '.join(REPLAYED)})")
-                with open(replay_path, "a", encoding="utf-8") as f:
+                with locked(adding_path), open(replay_path, "a", encoding="utf-8") as f:
                     f.write(json.dumps({"haystack": i, "mode": mode, "condition": r["condition"], "reproduced": REPLAYED,
                                         "utc": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")}) + "\n")
-            with open(adding_path, "a", encoding="utf-8") as f:
-                f.writelines(json.dumps(r) + "\n" for r in records[:len(names)])
+            added += records[:len(names)]
+        with locked(adding_path), open(adding_path, "a", encoding="utf-8") as f:
+            f.write("".join(json.dumps(r) + "\n" for r in added))
         per_haystack.append(time.time() - th)
         log(f"haystack {i} done in {per_haystack[-1]:.0f}s")
-    # Every haystack has the new conditions: merge in record order (haystack, mode, condition) and register them.
-    adding = [json.loads(l) for l in open(adding_path, encoding="utf-8")]
+    with locked(adding_path):
+        adding, done = completed_adding()
+        missing = sorted(set(range(n)) - done)
+        if missing:  # another invocation (--add-range) still runs them, or a cut one left them
+            log(f"haystacks {lo}-{hi - 1} added; {len(missing)} haystacks still lack them (first {missing[0]}): not merged yet")
+            return
+        merge_added(a, study, names, recorded, adding, started, n)
+
+
+def merge_added(a, study, names, recorded, adding, started, n):
+    """Every haystack has the new conditions: merge in record order (haystack, mode, condition) and register them."""
+    records_path = os.path.join(a.out, "records.jsonl")
+    study_path = os.path.join(a.out, "study.json")
+    adding_path = os.path.join(a.out, "records.adding.jsonl")
+    replay_path = os.path.join(a.out, "records.adding.replays.jsonl")
     order = list(study["conditions"]) + names
     merged = sorted(recorded + adding, key=lambda r: (r["haystack"], MODES.index(r["mode"]), order.index(r["condition"])))
     tmp = records_path + ".tmp"
@@ -672,7 +709,8 @@ def add_conditions(a):
     os.replace(tmp, study_path)
     os.remove(adding_path)
     os.remove(replay_path)
-    log(f"added {names} on {n} haystacks")
+    os.remove(adding_path + ".lock")
+    print(f"added {names} on {n} haystacks", flush=True)
 
 
 if __name__ == "__main__":
