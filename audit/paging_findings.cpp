@@ -203,26 +203,35 @@ std::optional<Interval> census_reduction_interval(const op::MasqueradeCensus& m)
 // Needle retention at 20 % under the paper's two criteria (main.tex subsec:pilot-retrieval, tab:pilot_needle), for an
 // entropy-weighted and a mean-pooled selection. "Kept" means every token of the needle span is kept (every page it
 // touches). Pooled-selection: the unit is (needle, layer, KV group), no cross-layer requirement. All-layer: the unit
-// is the needle, kept in every (layer, KV group).
+// is the needle, kept in every (layer, KV group). The paper speaks of "the needle's page"; our needles span 2-3 pages,
+// so pooled-selection is also counted leniently: some page of the needle kept.
 struct NeedleCriteria {
   Index units = 0, entropy = 0, mean = 0, as_claimed = 0;                            // pooled-selection
+  Index entropy_page = 0, mean_page = 0, page_claimed = 0;                           // pooled-selection, lenient
   Index needles = 0, all_layer_entropy = 0, all_layer_mean = 0, all_layer_claimed = 0;  // all-layer
   void add_needle(const paging::PageSelection& e, const paging::PageSelection& m, Index begin, Index end) {
     bool all_e = true, all_m = true;
     for (Index l = 0; l < e.layers; ++l)
       for (Index g = 0; g < e.groups; ++g) {
-        const bool ke = op::needle_recall(e.kept_tokens(l, g), begin, end) == 1, km = op::needle_recall(m.kept_tokens(l, g), begin, end) == 1;
+        const op::Ratio re = op::needle_recall(e.kept_tokens(l, g), begin, end), rm = op::needle_recall(m.kept_tokens(l, g), begin, end);
+        const bool ke = re == 1, km = rm == 1, pe = re > 0, pm = rm > 0;
         ++units, entropy += ke, mean += km, as_claimed += ke && !km;
+        entropy_page += pe, mean_page += pm, page_claimed += pe && !pm;
         all_e = all_e && ke, all_m = all_m && km;
       }
     ++needles, all_layer_entropy += all_e, all_layer_mean += all_m, all_layer_claimed += all_e && !all_m;
   }
   void merge(const NeedleCriteria& o) {
     units += o.units, entropy += o.entropy, mean += o.mean, as_claimed += o.as_claimed;
+    entropy_page += o.entropy_page, mean_page += o.mean_page, page_claimed += o.page_claimed;
     needles += o.needles, all_layer_entropy += o.all_layer_entropy, all_layer_mean += o.all_layer_mean, all_layer_claimed += o.all_layer_claimed;
   }
   std::string pooled_text() const {
     return "entropy " + std::to_string(entropy) + "/" + std::to_string(units) + ", mean " + std::to_string(mean) + "/" + std::to_string(units);
+  }
+  std::string page_text() const {
+    return "entropy " + std::to_string(entropy_page) + "/" + std::to_string(units) + ", mean " + std::to_string(mean_page) + "/" +
+           std::to_string(units) + ", entropy keeps and mean drops " + std::to_string(page_claimed) + "/" + std::to_string(units);
   }
   std::string all_layer_text() const {
     return "entropy " + std::to_string(all_layer_entropy) + "/" + std::to_string(needles) + ", mean " + std::to_string(all_layer_mean) + "/" +
@@ -539,12 +548,14 @@ Section paging_section(const AuditContext& ctx) {
     json criteria_rows = json::array();
     for (const std::string& config : kNeedleConfigurations)
       for (const auto& [depth, c] : needle_criteria[config])
-        criteria_rows.push_back({config, depth, c.units, c.entropy, c.mean, c.as_claimed, c.needles, c.all_layer_entropy, c.all_layer_mean});
+        criteria_rows.push_back({config, depth, c.units, c.entropy, c.mean, c.as_claimed, c.needles, c.all_layer_entropy, c.all_layer_mean,
+                                 c.entropy_page, c.mean_page, c.page_claimed});
     if (!criteria_rows.empty())
       sec["tables"].push_back({{"title", "Needle kept at 20 % retention (P = 16) under the paper's two criteria: pooled-selection per (needle, layer, "
                                          "KV group), all-layer per needle (kept in every layer and KV group); entropy weighting vs mean pooling"},
                                {"columns", {"configuration", "depth", "pooled units", "entropy keeps", "mean keeps", "entropy keeps, mean drops",
-                                            "needles", "all-layer: entropy keeps", "all-layer: mean keeps"}},
+                                            "needles", "all-layer: entropy keeps", "all-layer: mean keeps", "some needle page: entropy keeps",
+                                            "some needle page: mean keeps", "some needle page: entropy keeps, mean drops"}},
                                {"rows", criteria_rows}});
     sec["tables"].push_back({{"title", "Sink masquerade (kvaudit's count): top-weighted head is a sink head (>= 50 % of its mass on the first 4 positions)"},
                              {"columns", {"prompt", "groups", "sink heads", "without isolation", "with isolation", "sink weight without", "sink weight with"}},
@@ -645,7 +656,8 @@ Section paging_section(const AuditContext& ctx) {
           .claim = needle_claim,
           .source = "seed 004",
           .measured = "paper preset, pooled-selection (needle x layer x KV group): " + p.pooled_text() + ", entropy keeps and mean drops in " +
-                      std::to_string(p.as_claimed) + "/" + std::to_string(p.units) + "; all-layer (per needle): " + p.all_layer_text() +
+                      std::to_string(p.as_claimed) + "/" + std::to_string(p.units) + "; leniently (some page of the needle kept, as \"the needle's page\" "
+                      "may read for a needle of several pages): " + p.page_text() + "; all-layer (per needle): " + p.all_layer_text() +
                       all_layer_by_depth + ". kvaudit defaults: pooled " + k.pooled_text() + ", all-layer " + k.all_layer_text() +
                       ". The source: tab:pilot_needle (a) pooled-selection 100 % vs 0 % at T = 959/1469/1989/2499 (its log: 9 cells, "
                       "T = 958/1474/1990, all 1.0 vs 0.0); (b) strict all-layer 0 % for both at depths 25-75 %",
