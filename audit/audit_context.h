@@ -47,4 +47,11 @@ inline Section empty_section(const std::string& id, const std::string& title) {
           {"charts", json::array()}, {"findings", json::array()}, {"claims", json::array()}};
 }
 
+// `sec`, marked as not run for want of its inputs: `why` says what is missing (and what records it).
+inline Section missing_inputs(Section sec, const std::string& why) {
+  sec["status"] = "missing-inputs";
+  sec["status_reason"] = why;
+  return sec;
+}
+
 }  // namespace kvaudit::audit

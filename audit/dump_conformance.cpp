@@ -122,9 +122,7 @@ std::string dump_case_reproduce_command(const DumpConformanceCase& c) {
 Section dump_conformance_section(const AuditContext& ctx) {
   Section sec = empty_section("dump-conformance", "Recorded kvpress selections on real dumps vs the oracle");
   if (ctx.dumps == nullptr || ctx.dumps->empty()) {
-    sec["status"] = "missing-inputs";
-    sec["status_reason"] = "no real dumps (data/manifest.json) were loaded";
-    return sec;
+    return missing_inputs(std::move(sec), "no real dumps (data/manifest.json) were loaded");
   }
   std::vector<DumpConformanceCase> cases;
   try {
@@ -136,9 +134,7 @@ Section dump_conformance_section(const AuditContext& ctx) {
     return sec;
   }
   if (cases.empty()) {
-    sec["status"] = "missing-inputs";
-    sec["status_reason"] = "the dumps hold no kept.<press>.cr<ratio> tensors";
-    return sec;
+    return missing_inputs(std::move(sec), "the dumps hold no kept.<press>.cr<ratio> tensors");
   }
   sec["status"] = "ran";
 

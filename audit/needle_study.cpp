@@ -175,9 +175,7 @@ Section needle_study_section(const AuditContext& ctx) {
   Section sec = empty_section("needle-study", "Needle retrieval through kvpress's pipeline (small scale, stand-in models and protocol)");
   const std::vector<std::string> folders = io::find_needle_studies(ctx.data_dir);
   if (folders.empty()) {
-    sec["status"] = "missing-inputs";
-    sec["status_reason"] = "no needle_study/study.json under " + ctx.data_dir + " (tools/needle_study/run_study.sh records them)";
-    return sec;
+    return missing_inputs(std::move(sec), "no needle_study/study.json under " + ctx.data_dir + " (tools/needle_study/run_study.sh records them)");
   }
   json rate_rows = json::array(), pair_rows = json::array(), kept_rows = json::array();
   for (const std::string& folder : folders) {

@@ -209,15 +209,11 @@ std::string foreign_page_case_reproduce_command(const ForeignPagesRecord& record
 Section page_foreign_section(const AuditContext& ctx) {
   Section sec = empty_section("page-foreign", "The authors' Page-EntroKV pooler: recorded selections vs the oracle");
   if (ctx.dumps == nullptr || ctx.dumps->empty()) {
-    sec["status"] = "missing-inputs";
-    sec["status_reason"] = "no real dumps were loaded";
-    return sec;
+    return missing_inputs(std::move(sec), "no real dumps were loaded");
   }
   const std::string file = ctx.dumps->front().dir + "/" + kForeignPagesFile;
   if (!std::ifstream(file)) {
-    sec["status"] = "missing-inputs";
-    sec["status_reason"] = file + " does not exist (tools/foreign_selections records it)";
-    return sec;
+    return missing_inputs(std::move(sec), file + " does not exist (tools/foreign_selections records it)");
   }
   const paging::PrecisionModel precision{paging::ScorePrecision::Float32, 0.0};
   ForeignPagesRecord record;
@@ -339,9 +335,7 @@ const std::vector<PaperCodeDisagreement>& paper_code_disagreements() {
 Section page_paper_code_section(const AuditContext& ctx) {
   Section sec = empty_section("page-paper-code", "Page-EntroKV: the authors' paper against their released code");
   if (ctx.dumps == nullptr || ctx.dumps->empty()) {
-    sec["status"] = "missing-inputs";
-    sec["status_reason"] = "no real dumps were loaded";
-    return sec;
+    return missing_inputs(std::move(sec), "no real dumps were loaded");
   }
   // Measured effect of each knob-expressed disagreement: (prompt, layer, group) cases where the paper preset's
   // canonical pages differ from those of the code's reading.

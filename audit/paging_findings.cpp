@@ -261,9 +261,7 @@ Section paging_section(const AuditContext& ctx) {
   sec["findings"] = json::array();
   sec["claims"] = json::array();
   if (ctx.dumps == nullptr || ctx.dumps->empty()) {
-    sec["status"] = "missing-inputs";
-    sec["status_reason"] = "no real dumps (data/manifest.json) were loaded";
-    return sec;
+    return missing_inputs(std::move(sec), "no real dumps (data/manifest.json) were loaded");
   }
   try {
     json& findings = sec["findings"];
