@@ -115,17 +115,16 @@ const std::vector<std::pair<std::string, std::string>> kBudgets = {
 // Needle-token recall of entropy (e) and mean (m) pooling over (layer, group) observations.
 struct NeedleTally {
   double recall_e_sum = 0, recall_m_sum = 0;
-  // as_claimed: entropy pooling keeps the whole needle and mean pooling none of it (the claim's "100% vs 0%").
-  Index groups = 0, full_e = 0, full_m = 0, zero_e = 0, zero_m = 0, as_claimed = 0, theorem_checked = 0, cond_e = 0, cond_m = 0, mean_viol = 0;
+  Index groups = 0, full_e = 0, full_m = 0, theorem_checked = 0, cond_e = 0, cond_m = 0, mean_viol = 0;
   void add(const op::Ratio& e, const op::Ratio& m) {
     recall_e_sum += e.convert_to<double>();
     recall_m_sum += m.convert_to<double>();
     ++groups;
-    full_e += e == 1, full_m += m == 1, zero_e += e == 0, zero_m += m == 0, as_claimed += e == 1 && m == 0;
+    full_e += e == 1, full_m += m == 1;
   }
   void merge(const NeedleTally& o) {
     recall_e_sum += o.recall_e_sum, recall_m_sum += o.recall_m_sum, groups += o.groups;
-    full_e += o.full_e, full_m += o.full_m, zero_e += o.zero_e, zero_m += o.zero_m, as_claimed += o.as_claimed;
+    full_e += o.full_e, full_m += o.full_m;
     theorem_checked += o.theorem_checked, cond_e += o.cond_e, cond_m += o.cond_m, mean_viol += o.mean_viol;
   }
   double recall_e() const { return 100.0 * recall_e_sum / static_cast<double>(groups); }
