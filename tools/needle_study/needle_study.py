@@ -506,13 +506,10 @@ def main():
     per_haystack = []
     if a.resume:
         prev = json.load(open(study_path, encoding="utf-8"))
-        for key, mine in (("seed", a.seed), ("max_new_tokens", a.max_new_tokens), ("threads", a.threads)):
-            if prev[key] != mine:
-                raise SystemExit(f"needle_study: --resume: {study_path}: field {key!r} is {prev[key]!r}, this run has {mine!r}")
-        if prev["model"]["gguf_sha256"] != info["gguf_sha256"]:
-            raise SystemExit(f"needle_study: --resume: {study_path}: field 'model.gguf_sha256' is another model")
-        if prev["haystack_design"]["filler_tokens"] != a.tokens or list(prev["conditions"]) != names:
-            raise SystemExit(f"needle_study: --resume: {study_path}: field 'haystack_design'/'conditions' differs")
+        require_same_design(prev, a, study_path, "--resume")
+        require_same_model(prev, info, study_path, "--resume")
+        if list(prev["conditions"]) != names:
+            raise SystemExit(f"needle_study: --resume: {study_path}: field 'conditions' differs")
         first = prev["completed_haystacks"]
         lines = [l for l in open(records_path, encoding="utf-8") if json.loads(l)["haystack"] < first]
         with open(records_path, "w", encoding="utf-8") as f:
@@ -557,6 +554,20 @@ def main():
                                   "haystacks": [segment_start, study["completed_haystacks"]]})
     study["records_sha256"] = sha256_file(records_path) if os.path.exists(records_path) else None
     write_study()
+
+
+def require_same_design(study, a, study_path, flag):
+    """The recorded study ran as this invocation would: same seed, decoding length, threads and filler length."""
+    for key, recorded, mine in (("seed", study["seed"], a.seed), ("max_new_tokens", study["max_new_tokens"], a.max_new_tokens),
+                                ("threads", study["threads"], a.threads),
+                                ("haystack_design.filler_tokens", study["haystack_design"]["filler_tokens"], a.tokens)):
+        if recorded != mine:
+            raise SystemExit(f"needle_study: {flag}: {study_path}: field {key!r} is {recorded!r}, this run has {mine!r}")
+
+
+def require_same_model(study, info, study_path, flag):
+    if study["model"]["gguf_sha256"] != info["gguf_sha256"]:
+        raise SystemExit(f"needle_study: {flag}: {study_path}: field 'model.gguf_sha256' is another model")
 
 
 def haystack_deadline_passed(deadline, per_haystack, i, planned):
@@ -606,19 +617,14 @@ def add_conditions(a):
             raise SystemExit(f"needle_study: --add-conditions: {study_path}: field 'conditions' already has {n!r}")
     if study["status"] != "complete":
         raise SystemExit(f"needle_study: --add-conditions: {study_path}: field 'status' is {study['status']!r}, not 'complete'")
-    for key, mine in (("seed", a.seed), ("max_new_tokens", a.max_new_tokens), ("threads", a.threads)):
-        if study[key] != mine:
-            raise SystemExit(f"needle_study: --add-conditions: {study_path}: field {key!r} is {study[key]!r}, this run has {mine!r}")
-    if study["haystack_design"]["filler_tokens"] != a.tokens:
-        raise SystemExit(f"needle_study: --add-conditions: {study_path}: field 'haystack_design.filler_tokens' differs")
+    require_same_design(study, a, study_path, "--add-conditions")
     if a.replay_check not in study["conditions"]:
         raise SystemExit(f"needle_study: --replay-check: {a.replay_check!r} is not one of the study's conditions")
     log = lambda s: print(s, flush=True)  # noqa: E731
     started = dt.datetime.now(dt.timezone.utc)
     t0 = time.time()
     pipe, info = load(a.gguf, a.model_id)
-    if info["gguf_sha256"] != study["model"]["gguf_sha256"]:
-        raise SystemExit(f"needle_study: --add-conditions: {study_path}: field 'model.gguf_sha256' is another model")
+    require_same_model(study, info, study_path, "--add-conditions")
     log(f"loaded {a.model_id} in {time.time() - t0:.1f}s")
     recorded = [json.loads(l) for l in open(records_path, encoding="utf-8")]
     n = study["completed_haystacks"]
