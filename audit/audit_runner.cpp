@@ -1,10 +1,12 @@
 // Unit enumeration, shard selection, and assembly of unit sections into report sections.
 #include "audit/audit_runner.h"
 
+#include <algorithm>
 #include <chrono>
 #include <ctime>
 #include <map>
 #include <mutex>
+#include <numeric>
 #include <set>
 #include <stdexcept>
 
@@ -168,6 +170,9 @@ json run_audit(const AuditOptions& options) {
   std::vector<std::size_t> mine;  // this shard's units, in unit order
   for (std::size_t u = 0; u < units.size(); ++u)
     if (static_cast<int>(u % static_cast<std::size_t>(options.shard_count)) == options.shard_index) mine.push_back(u);
+  std::vector<std::size_t> launch(mine.size());  // positions in `mine`, long-running stages' units first
+  std::iota(launch.begin(), launch.end(), std::size_t{0});
+  std::stable_partition(launch.begin(), launch.end(), [&](std::size_t i) { return units[mine[i]].stage->long_running; });
   // Units are independent (sharding already relies on it): they run on `jobs` threads, each writing its own slot,
   // and are assembled in unit order, so the report is the same for every thread count. Progress lines are
   // whole lines under a lock.
@@ -180,8 +185,8 @@ json run_audit(const AuditOptions& options) {
   std::vector<double> seconds(mine.size(), 0.0);
   const int jobs = options.jobs > 0 ? options.jobs : omp_get_num_procs();
 #pragma omp parallel for schedule(dynamic, 1) num_threads(jobs)
-  for (std::size_t i = 0; i < mine.size(); ++i) {
-    const std::size_t u = mine[i];
+  for (std::size_t n = 0; n < launch.size(); ++n) {
+    const std::size_t i = launch[n], u = mine[i];
     const Unit& unit = units[u];
     std::vector<io::PromptDump> slice;
     for (const auto& d : dumps)

@@ -33,6 +33,7 @@ struct StageInfo {
   std::string title;
   Scope scope = Scope::Global;
   Stage run;
+  bool long_running = false;  // its units start before the others: a long row started last would end the run alone
 };
 
 // Every stage, in report order.

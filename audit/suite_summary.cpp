@@ -2,15 +2,18 @@
 // --gtest_output=json; counts come from that file, RapidCheck case counts and
 // proof coverage lines from its stdout ("OK, passed N tests", "proof: <id>: <verdict>: <coverage>").
 #include "audit/suite_summary.h"
+#include "audit/parallel_rows.h"
 #include "audit/verdict_text.h"
 
 #include <unistd.h>
 
 #include <algorithm>
 #include <array>
+#include <cstdint>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <numeric>
 #include <regex>
 
 namespace kvaudit::audit {
@@ -48,8 +51,9 @@ std::string quote(const std::string& s) {
   return out + "'";
 }
 
-// The property and proof tests CTest knows in the build tree holding this binary, as CTest would run them.
-std::vector<Suite> discover_suites(const fs::path& build_dir) {
+// The property and proof tests CTest knows in the build tree holding this binary, as CTest would run them, with
+// RapidCheck seeded from the audit's seed: the same audit gives the same report (ctest itself draws fresh seeds).
+std::vector<Suite> discover_suites(const fs::path& build_dir, std::uint64_t seed) {
   std::vector<Suite> suites;
   json listing = json::parse(run_capture("ctest --test-dir " + quote(build_dir.string()) + " --show-only=json-v1 2>/dev/null"), nullptr, false);
   if (listing.is_discarded()) return suites;
@@ -62,7 +66,7 @@ std::vector<Suite> discover_suites(const fs::path& build_dir) {
         for (const auto& e : p["value"]) env += quote(e.get<std::string>()) + " ";
     }
     if ((label != "property" && label != "proof") || !t.contains("command")) continue;
-    std::string command = "cd " + quote(dir) + " && env " + env;
+    std::string command = "cd " + quote(dir) + " && env " + quote("RC_PARAMS=seed=" + std::to_string(seed)) + " " + env;
     for (const auto& arg : t["command"]) command += quote(arg.get<std::string>()) + " ";
     suites.push_back({label, t.value("name", ""), command});
   }
@@ -79,24 +83,41 @@ Section suite_summary_section(const AuditContext& ctx) {
     return section;
   }
   const fs::path bin = executable_dir();
-  const std::vector<Suite> suites = discover_suites(bin);
+  const std::vector<Suite> suites = discover_suites(bin, ctx.seed);
   if (suites.empty()) {
     section["status"] = "missing-inputs";
     section["status_reason"] = "no property or proof tests registered with CTest in " + bin.string() + " (run scripts/setup.sh)";
     return section;
   }
+  // Each suite is a child process: they run as parallel rows (the longest, proof 15, is a third of the stage), each
+  // into its own slot, and are summarized in CTest's order.
+  struct Outcome {
+    std::string output;
+    json result;
+  };
+  std::vector<Outcome> outcomes(suites.size());
+  // Proofs first: they are the longest suites, and a long one started last would leave the other cores idle.
+  std::vector<std::size_t> launch(suites.size());
+  std::iota(launch.begin(), launch.end(), std::size_t{0});
+  std::stable_partition(launch.begin(), launch.end(), [&](std::size_t i) { return suites[i].label == "proof"; });
+  for_each_row(suites.size(), [&](std::size_t i) {
+    const Suite& suite = suites[launch[i]];
+    ctx.progress("audit: suites: " + suite.name);
+    const fs::path json_out = fs::temp_directory_path() / ("kvaudit-suite-" + std::to_string(::getpid()) + "-" + suite.name + ".json");
+    Outcome& o = outcomes[launch[i]];
+    o.output = run_capture(suite.command + "--gtest_output=json:" + quote(json_out.string()) + " 2>&1");
+    std::ifstream in(json_out);
+    o.result = json::parse(in, nullptr, false);
+    fs::remove(json_out);
+  });
   json rows = json::array(), proof_rows = json::array(), findings = json::array();
   long passed_total = 0, failed_total = 0, skipped_total = 0, cases_total = 0;
   const std::regex cases_re("OK, passed ([0-9]+) tests");
   const std::regex proof_re("proof: ([^:]+): ([^:]+): (.*)");
-  for (const auto& [label, name, command] : suites) {
-    ctx.progress("audit: suites: " + name);
-    fs::path json_out = fs::temp_directory_path() / ("kvaudit-suite-" + std::to_string(::getpid()) + "-" + name + ".json");
-    std::string out = run_capture(command + "--gtest_output=json:" + quote(json_out.string()) + " 2>&1");
+  for (std::size_t i = 0; i < suites.size(); ++i) {
+    const auto& [label, name, command] = suites[i];
+    const auto& [out, result] = outcomes[i];
     long tests = 0, failures = 0, skipped = 0, cases = 0;
-    std::ifstream in(json_out);
-    json result = json::parse(in, nullptr, false);
-    fs::remove(json_out);
     if (result.is_discarded() || !result.contains("tests")) {
       findings.push_back({{"id", "suite-crashed-" + name}, {"rule", "suite"}, {"verdict", to_string(VerdictKind::Violates)},
                           {"message", "the suite produced no result file (crashed or did not run)"}, {"reproduce", "ctest --test-dir " + bin.string() + " -R '^" + name + "$' --output-on-failure"}});

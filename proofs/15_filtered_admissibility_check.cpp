@@ -25,6 +25,7 @@
 #include "oracle/admissibility_bounds.h"
 #include "oracle/chunk_selection.h"
 #include "proofs/proof_report.h"
+#include "tests/support/rapidcheck_cases.h"
 
 namespace kvaudit::oracle {
 namespace {
@@ -36,10 +37,7 @@ long case_count() {
   return v ? std::atol(v) : 100000;
 }
 
-const bool kParams = [] {
-  if (std::getenv("RC_PARAMS") == nullptr) setenv("RC_PARAMS", ("max_success=" + std::to_string(case_count())).c_str(), 0);
-  return true;
-}();
+const bool kParams = kvaudit_test_support::default_case_count(case_count());
 
 struct Tally {
   long cases = 0, claims = 0, decided_in_double = 0, fell_back = 0, undecided_bounds = 0, keyed_pairs = 0;

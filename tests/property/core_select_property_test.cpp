@@ -17,15 +17,13 @@
 #include "core/compression_ratio.h"
 #include "core/select/chunk_select.h"
 #include "oracle/chunk_selection.h"
+#include "tests/support/rapidcheck_cases.h"
 
 namespace kvaudit {
 namespace {
 
-// 300 cases per property unless RC_PARAMS says otherwise (read by RapidCheck at the first check).
-const bool kDefaultParams = [] {
-  setenv("RC_PARAMS", "max_success=300", /*overwrite=*/0);
-  return true;
-}();
+// 300 cases per property unless RC_PARAMS sets max_success (read by RapidCheck at the first check).
+const bool kDefaultParams = kvaudit_test_support::default_case_count(300);
 
 enum class ValueMode { SmallIntegers, Dyadic, Bf16, Uniform };
 const char* mode_name(ValueMode m) {

@@ -15,6 +15,7 @@
 
 #include "audit/selector_cases.h"
 #include "oracle/chunk_selection.h"
+#include "tests/support/rapidcheck_cases.h"
 
 namespace kvaudit::oracle {
 namespace {
@@ -23,12 +24,9 @@ using audit::CaseOptions;
 using audit::SelectorCase;
 using Rational = boost::multiprecision::cpp_rational;
 
-// Case counts: 500 per property unless RC_PARAMS is set by the caller (keeps the file under a minute on
+// Case counts: 500 per property unless RC_PARAMS sets max_success (keeps the file under a minute on
 // two shared cores; measured figures in the report).
-const bool kDefaultParams = [] {
-  if (std::getenv("RC_PARAMS") == nullptr) setenv("RC_PARAMS", "max_success=500", 0);
-  return true;
-}();
+const bool kDefaultParams = kvaudit_test_support::default_case_count(500);
 
 constexpr Index kMaxTokens = 600;  // long contexts: a few hundred chunks are enough to exercise the walk
 
