@@ -43,9 +43,9 @@ std::vector<std::vector<Exact>> pooling_sources(const std::vector<std::span<cons
 // It does not depend on the page asked about: computed once per selection.
 Exact non_reserved_mass(const GroupResult& selection, const std::vector<Page>& pages) {
   Exact mass = 0;
+  const std::span<const Exact> scores(selection.token_scores);
   for (std::size_t k = 0; k < pages.size(); ++k)
-    if (!selection.reserved[k])
-      for (Index t = pages[k].begin; t < pages[k].end; ++t) mass += selection.token_scores[t];
+    if (!selection.reserved[k]) mass += exact_sum(scores.subspan(static_cast<std::size_t>(pages[k].begin), static_cast<std::size_t>(pages[k].size())));
   return mass;
 }
 

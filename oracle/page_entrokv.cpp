@@ -41,14 +41,14 @@ struct OverOneDenominator {
   }
 };
 
+}  // namespace
+
 Exact exact_sum(std::span<const Exact> values) {
   const OverOneDenominator common(values);
   Integer total = 0;
   for (const Integer& n : common.numerators) total += n;
   return Exact(total, common.denominator);
 }
-
-}  // namespace
 
 const char* to_string(PagePooling p) { return p == PagePooling::Entropy ? "entropy" : "mean"; }
 const char* to_string(PoolSource p) { return p == PoolSource::SinkIsolated ? "sink-isolated" : "raw"; }

@@ -20,6 +20,9 @@ namespace kvaudit::oracle::paging {
 // Every float input is an exact binary fraction, so every quantity below is an exact rational.
 using Exact = boost::multiprecision::mpq_rational;
 
+// The sum of rationals, over one denominator: one gcd reduction in all rather than one per term.
+Exact exact_sum(std::span<const Exact> values);
+
 // ---- Budget --------------------------------------------------------------------------------------------
 // max(1, floor((1 - rho) T)) with rho read exactly from its decimal text ("0.95" is 19/20).
 // Throws std::invalid_argument for text that is not a plain decimal in [0, 1).

@@ -1,5 +1,5 @@
 // The oracle's sums over one denominator (oracle/page_entrokv.cpp) give the rationals that term-by-term rational
-// arithmetic gives: collision probabilities, pooled scores and page sums, on sink-isolated float rows (ties, zeros,
+// arithmetic gives: sums, collision probabilities, pooled scores and page sums, on sink-isolated float rows (ties, zeros,
 // subnormals, values near FLT_MAX) and on rationals with unrelated denominators.
 #include <gtest/gtest.h>
 #include <rapidcheck/gtest.h>
@@ -39,11 +39,12 @@ std::vector<Exact> gen_source(Index T) {
 
 }  // namespace
 
-RC_GTEST_PROP(PagingExactSums, CollisionProbabilityIsTheSumOfSquares, ()) {
+RC_GTEST_PROP(PagingExactSums, SumAndCollisionProbabilityAreTheTermByTermSums, ()) {
   const auto q = gen_source(*rc::gen::inRange<Index>(1, 200));
-  Exact naive = 0;
-  for (const Exact& v : q) naive += v * v;
-  RC_ASSERT(op::collision_probability(q) == naive);
+  Exact sum = 0, squares = 0;
+  for (const Exact& v : q) sum += v, squares += v * v;
+  RC_ASSERT(op::exact_sum(q) == sum);
+  RC_ASSERT(op::collision_probability(q) == squares);
 }
 
 RC_GTEST_PROP(PagingExactSums, PooledAndPageScoresAreTheTermByTermSums, ()) {
