@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <random>
 #include <stdexcept>
 
 namespace kvaudit::audit {
@@ -88,6 +89,24 @@ Evidence interval_evidence(const Interval& ci, double claimed, Side side) {
 }
 
 Evidence existence_evidence(double reached, double claimed) { return reached >= claimed ? Evidence::Observed : Evidence::NotObserved; }
+
+std::optional<Interval> percentile_bootstrap(std::size_t units, const std::function<std::optional<double>(const std::vector<std::size_t>&)>& statistic,
+                                             int resamples, std::uint64_t seed, const std::string& method) {
+  if (units < 2) return std::nullopt;
+  std::mt19937_64 rng(seed);
+  std::uniform_int_distribution<std::size_t> draw(0, units - 1);
+  std::vector<double> values;
+  std::vector<std::size_t> pick(units);
+  for (int b = 0; b < resamples; ++b) {
+    for (auto& i : pick) i = draw(rng);
+    if (const auto v = statistic(pick)) values.push_back(*v);
+  }
+  if (static_cast<int>(values.size()) < resamples / 2) return std::nullopt;
+  std::sort(values.begin(), values.end());
+  const auto at = [&](double q) { return values[static_cast<std::size_t>(q * static_cast<double>(values.size() - 1))]; };
+  return Interval{at(0.025), at(0.975),
+                  "percentile bootstrap over " + method + ", " + std::to_string(values.size()) + " resamples, seed " + std::to_string(seed)};
+}
 
 Interval wilson_interval(Index successes, Index n) {
   constexpr double z = 1.959963984540054;  // two-sided 95 % normal quantile

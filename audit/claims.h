@@ -2,8 +2,11 @@
 // (evidence, n, interval, proof), and the one judge that turns that into a verdict (docs/audit.md, "Claims").
 #pragma once
 
+#include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -79,6 +82,13 @@ Evidence interval_evidence(const Interval& ci, double claimed, Side side);
 
 // Existence evidence: observed when the largest value reached is at least the claimed one (equal counts).
 Evidence existence_evidence(double reached, double claimed);
+
+// 95 % percentile bootstrap: `resamples` resamples of `units` unit indices, each drawn uniformly with replacement from a
+// generator seeded with `seed` (reports stay reproducible), scored by `statistic` (nullopt where it is undefined: that
+// resample is skipped). nullopt for fewer than 2 units (a unit resamples to itself) or when under half the resamples
+// are defined. `method` becomes "percentile bootstrap over <method>, <defined> resamples, seed <seed>".
+std::optional<Interval> percentile_bootstrap(std::size_t units, const std::function<std::optional<double>(const std::vector<std::size_t>&)>& statistic,
+                                             int resamples, std::uint64_t seed, const std::string& method);
 
 // Wilson score 95 % interval for `successes` of `n` (n >= 1).
 Interval wilson_interval(Index successes, Index n);

@@ -62,18 +62,7 @@ WalkInput walk_input(const std::vector<std::span<const float>>& rows, const Page
 }
 
 // The sources d_h that would be pooled under p (p~_h, 0 where it does not exist, or the raw rows).
-std::vector<std::vector<op::Exact>> pooled_sources(const std::vector<std::span<const float>>& rows, const PageParams& p) {
-  std::vector<std::vector<op::Exact>> out;
-  for (const auto& row : rows) {
-    if (p.source == PoolSource::Raw) {
-      out.push_back(op::exact_row(row));
-    } else {
-      auto iso = op::sink_isolate(row, p.n_sink);
-      out.push_back(iso ? std::move(*iso) : std::vector<op::Exact>(row.size(), op::Exact(0)));
-    }
-  }
-  return out;
-}
+
 
 // Two mistakes no PageParams knob expresses, built from the oracle's definitions.
 // Entropy weights computed on the raw rows (sinks not isolated before H2).
@@ -86,11 +75,11 @@ WalkInput walk_with_raw_weights(const std::vector<std::span<const float>>& rows,
 // The max over the group's heads instead of a weighted pool: s(t) = max_h d_h(t).
 WalkInput walk_with_max_over_heads(const std::vector<std::span<const float>>& rows, const PageParams& p) {
   WalkInput w = walk_input(rows, p);
-  const auto sources = pooled_sources(rows, p);
-  std::vector<op::Exact> s = sources[0];
+  const auto sources = op::pooling_sources(rows, p);
+  std::vector<op::Exact> s = sources[0].values();
   for (std::size_t h = 1; h < sources.size(); ++h)
     for (std::size_t t = 0; t < s.size(); ++t) s[t] = std::max(s[t], sources[h][t]);
-  w.scores = op::page_scores(s, op::page_layout(static_cast<Index>(rows[0].size()), p.page_size), p.page_score);
+  w.scores = op::page_scores(op::ScaledRow(s), op::page_layout(static_cast<Index>(rows[0].size()), p.page_size), p.page_score);
   return w;
 }
 

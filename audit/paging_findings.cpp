@@ -9,13 +9,13 @@
 #include <cstdint>
 #include <map>
 #include <optional>
-#include <random>
 #include <set>
 #include <stdexcept>
 #include <string>
 
 #include "audit/page_check.h"
 #include "audit/parallel_rows.h"
+#include "audit/statistics.h"
 #include "core/paging/page_options.h"
 #include "core/paging/page_score_bound.h"
 #include "core/error.h"
@@ -140,19 +140,6 @@ std::string fmt(double v, int digits = 3) {
 // The paper's head-weight temperature, tau = 0.5 (main.tex rem:instantiate, tab:pilot_ablations): w ∝ c^2.
 constexpr Index kPaperInverseTemperature = 2;
 
-double median(std::vector<double> v) {
-  if (v.empty()) return NAN;
-  std::sort(v.begin(), v.end());
-  const std::size_t n = v.size();
-  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
-
-double mean(const std::vector<double>& v) {
-  double sum = 0;
-  for (double x : v) sum += x;
-  return v.empty() ? NAN : sum / static_cast<double>(v.size());
-}
-
 std::string fmt_or_dash(double v, int digits = 3) { return std::isfinite(v) ? fmt(v, digits) : "-"; }
 
 // The paper's census figures for one prompt (or all of them): population means and ratios raw and isolated, their
@@ -171,32 +158,23 @@ json census_row(const std::string& name, const op::MasqueradeCensus& m) {
 // Percentile bootstrap of the census reduction (raw ratio / isolated ratio) over (layer, KV group) units: the heads of
 // one group share its weights' normalization, so the group is the unit resampled. Groups of one prompt share its
 // text, and neighbouring layers its residual stream, so the interval is optimistic. Fixed seed: reproducible.
-constexpr int kResamples = 2000;
-constexpr std::uint64_t kBootstrapSeed = 20271;
 std::optional<Interval> census_reduction_interval(const op::MasqueradeCensus& m) {
   const std::size_t n = m.per_group.size();
-  if (n < 2) return std::nullopt;
-  std::mt19937_64 rng(kBootstrapSeed);
-  std::uniform_int_distribution<std::size_t> draw(0, n - 1);
-  std::vector<double> values;
-  for (int b = 0; b < kResamples; ++b) {
+  const auto reduction = [&](const std::vector<std::size_t>& pick) -> std::optional<double> {
     op::MasqueradeCensus::Group sum;
-    for (std::size_t i = 0; i < n; ++i) {
-      const op::MasqueradeCensus::Group& g = m.per_group[draw(rng)];
+    for (std::size_t i : pick) {
+      const op::MasqueradeCensus::Group& g = m.per_group[i];
       sum.sink_heads += g.sink_heads, sum.contextual_heads += g.contextual_heads;
       sum.sink_raw += g.sink_raw, sum.contextual_raw += g.contextual_raw;
       sum.sink_isolated += g.sink_isolated, sum.contextual_isolated += g.contextual_isolated;
     }
     const double raw = op::MasqueradeCensus::mean_ratio(sum.sink_raw, sum.sink_heads, sum.contextual_raw, sum.contextual_heads);
     const double iso = op::MasqueradeCensus::mean_ratio(sum.sink_isolated, sum.sink_heads, sum.contextual_isolated, sum.contextual_heads);
-    if (std::isfinite(raw / iso)) values.push_back(raw / iso);
-  }
-  if (values.size() < kResamples / 2) return std::nullopt;
-  std::sort(values.begin(), values.end());
-  const auto at = [&](double q) { return values[static_cast<std::size_t>(q * static_cast<double>(values.size() - 1))]; };
-  return Interval{at(0.025), at(0.975),
-                  "percentile bootstrap over " + std::to_string(n) + " (layer, KV group) units, " + std::to_string(values.size()) +
-                      " resamples, seed " + std::to_string(kBootstrapSeed) + " (units of one prompt are not independent: optimistic)"};
+    return std::isfinite(raw / iso) ? std::optional<double>(raw / iso) : std::nullopt;
+  };
+  auto ci = percentile_bootstrap(n, reduction, 2000, 20271, std::to_string(n) + " (layer, KV group) units");
+  if (ci) ci->method += " (units of one prompt are not independent: optimistic)";
+  return ci;
 }
 
 // Needle retention at 20 % under the paper's two criteria (main.tex subsec:pilot-retrieval, tab:pilot_needle), for an

@@ -19,6 +19,7 @@
 #include "audit/pooling_findings.h"
 #include "audit/claims.h"
 #include "audit/parallel_rows.h"
+#include "audit/statistics.h"
 #include "core/pooling/bucket_masses.h"
 #include "core/pooling/greedy_partition.h"
 #include "core/pooling/kv_pool.h"
@@ -57,11 +58,6 @@ struct TailTally {
   json to_json() const { return counts; }
 };
 
-double mean(const std::vector<double>& v) {
-  double s = 0.0;
-  for (double x : v) s += x;
-  return v.empty() ? std::nan("") : s / static_cast<double>(v.size());
-}
 double quantile(std::vector<double> v, double q) {
   if (v.empty()) return std::nan("");
   std::sort(v.begin(), v.end());

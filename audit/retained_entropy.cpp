@@ -12,7 +12,6 @@
 #include <cstdio>
 #include <map>
 #include <optional>
-#include <random>
 #include <set>
 
 namespace kvaudit::audit {
@@ -146,26 +145,13 @@ std::optional<double> smallest_gap_step(const CoherenceByRatio& c) {
 
 // Percentile bootstrap over prompts: the chunks of one prompt share its text and scores, so the prompt, not the
 // chunk, is the unit that resamples independently. A fixed seed keeps the report reproducible.
-constexpr int kResamples = 2000;
-constexpr std::uint64_t kBootstrapSeed = 20250;
 std::optional<Interval> bootstrap_over_prompts(const std::vector<CoherenceByRatio>& per_prompt,
                                                std::optional<double> (*statistic)(const CoherenceByRatio&)) {
-  if (per_prompt.size() < 2) return std::nullopt;  // one prompt resamples to itself: no spread to report
-  std::mt19937_64 rng(kBootstrapSeed);
-  std::uniform_int_distribution<std::size_t> draw(0, per_prompt.size() - 1);
-  std::vector<double> values;
-  std::vector<std::size_t> pick(per_prompt.size());
-  for (int b = 0; b < kResamples; ++b) {
-    for (auto& i : pick) i = draw(rng);
-    if (const auto v = statistic(pool(per_prompt, pick))) values.push_back(*v);
-  }
-  if (values.size() < kResamples / 2) return std::nullopt;
-  std::sort(values.begin(), values.end());
-  const auto at = [&](double q) { return values[static_cast<std::size_t>(q * static_cast<double>(values.size() - 1))]; };
-  return Interval{at(0.025), at(0.975),
-                  "percentile bootstrap over the model's " + std::to_string(per_prompt.size()) + " prompts, " +
-                      std::to_string(values.size()) + " resamples, seed " + std::to_string(kBootstrapSeed) +
-                      (per_prompt.size() < 10 ? " (few prompts: a coarse interval)" : "")};
+  auto ci = percentile_bootstrap(
+      per_prompt.size(), [&](const std::vector<std::size_t>& pick) { return statistic(pool(per_prompt, pick)); }, 2000, 20250,
+      "the model's " + std::to_string(per_prompt.size()) + " prompts");
+  if (ci && per_prompt.size() < 10) ci->method += " (few prompts: a coarse interval)";
+  return ci;
 }
 
 }  // namespace

@@ -23,33 +23,17 @@ std::vector<Index> needle_pages(Index begin, Index end, Index page_size) {
 
 namespace {
 
-// d_h of every head: the pooling source the selector scores (the raw row, or p~_h and 0 where p~_h does not exist).
-// It depends on the source and the sinks, not on the pooling: computed once per group for every page and pooling.
-std::vector<std::vector<Exact>> pooling_sources(const std::vector<std::span<const float>>& rows, const PageParams& params) {
-  const Index T = rows.empty() ? 0 : static_cast<Index>(rows[0].size());
-  std::vector<std::vector<Exact>> sources;
-  for (const auto& row : rows) {
-    if (params.source == PoolSource::Raw) {
-      sources.push_back(exact_row(row));
-    } else {
-      auto iso = sink_isolate(row, params.n_sink);
-      sources.push_back(iso ? std::move(*iso) : std::vector<Exact>(static_cast<std::size_t>(T), Exact(0)));
-    }
-  }
-  return sources;
-}
-
 // M: the pooled mass sum_t s(t) over the positions of non-reserved pages, from the selection's own token scores.
 // It does not depend on the page asked about: computed once per selection.
 Exact non_reserved_mass(const GroupResult& selection, const std::vector<Page>& pages) {
-  Exact mass = 0;
-  const std::span<const Exact> scores(selection.token_scores);
+  Integer mass = 0;
   for (std::size_t k = 0; k < pages.size(); ++k)
-    if (!selection.reserved[k]) mass += exact_sum(scores.subspan(static_cast<std::size_t>(pages[k].begin), static_cast<std::size_t>(pages[k].size())));
-  return mass;
+    if (!selection.reserved[k])
+      for (Index t = pages[k].begin; t < pages[k].end; ++t) mass += selection.token_scores.numerators[t];
+  return Exact(mass, selection.token_scores.denominator);
 }
 
-RetentionCondition condition_at(const std::vector<std::vector<Exact>>& sources, const PageParams& params, const GroupResult& selection,
+RetentionCondition condition_at(const std::vector<ScaledRow>& sources, const PageParams& params, const GroupResult& selection,
                                 const std::vector<Page>& pages, Index T, const Exact& mass, Index page) {
   RetentionCondition c;
   c.page = page;
@@ -115,7 +99,7 @@ std::vector<std::vector<NeedlePageCheck>> check_needle_pages(const std::vector<s
       sel_m.reserved.size() != layout.size())
     throw std::invalid_argument("check_needle_pages: the selections are not of these rows and page size");
   // Computed once for every needle and page: the two selections (given), their masses M and the heads' sources d_h.
-  const std::vector<std::vector<Exact>> sources = pooling_sources(rows, params);
+  const std::vector<ScaledRow> sources = pooling_sources(rows, params);
   const Exact mass_e = non_reserved_mass(sel_e, layout), mass_m = non_reserved_mass(sel_m, layout);
   std::vector<std::vector<NeedlePageCheck>> all;
   for (const std::vector<Index>& pages : pages_per_needle) {

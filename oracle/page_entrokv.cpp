@@ -16,38 +16,50 @@ namespace kvaudit::oracle::paging {
 
 namespace {
 
-using Integer = boost::multiprecision::mpz_int;
+// p * 2^149 as an integer: a finite float is m 2^e with e >= -149, and p 2^149 is exact in a double.
+Integer scaled_to_integer(float p) {
+  if (!std::isfinite(p)) throw std::invalid_argument("attention value is not finite");
+  Integer z;
+  mpz_set_d(z.backend().data(), std::ldexp(static_cast<double>(p), 149));
+  return z;
+}
 
-// Rationals q_i written as n_i / D over one denominator D (a common multiple of theirs). GMP reduces every
-// rational sum and product by a gcd; over one denominator a sum of T terms is T integer additions and one
-// reduction, which is most of the oracle's time on 16k-token rows. The values are the same rationals.
-struct OverOneDenominator {
-  std::vector<Integer> numerators;
-  Integer denominator = 1;
-  explicit OverOneDenominator(std::span<const Exact> values) {
-    // The denominators of a sink-isolated row all divide its mass's numerator: the lcm is reached in a few
-    // steps, and every other step is a divisibility test. GMP's own calls, on the rationals' parts in place.
-    mpz_ptr common = denominator.backend().data();
-    for (const Exact& v : values) {
-      mpz_srcptr d = mpq_denref(v.backend().data());
-      if (mpz_divisible_p(common, d) == 0) mpz_lcm(common, common, d);
-    }
-    numerators.resize(values.size());
-    for (std::size_t i = 0; i < values.size(); ++i) {
-      mpz_ptr n = numerators[i].backend().data();
-      mpz_divexact(n, common, mpq_denref(values[i].backend().data()));
-      mpz_mul(n, n, mpq_numref(values[i].backend().data()));
-    }
-  }
-};
+const Integer& float_scale() {
+  static const Integer scale = Integer(1) << 149;
+  return scale;
+}
 
 }  // namespace
 
-Exact exact_sum(std::span<const Exact> values) {
-  const OverOneDenominator common(values);
-  Integer total = 0;
-  for (const Integer& n : common.numerators) total += n;
-  return Exact(total, common.denominator);
+ScaledRow::ScaledRow(std::vector<Integer> n, Integer d) : numerators(std::move(n)), denominator(std::move(d)) {
+  if (denominator == 0) throw std::invalid_argument("ScaledRow: zero denominator");
+  if (denominator < 0) {
+    denominator = -denominator;
+    for (Integer& v : numerators) v = -v;
+  }
+}
+
+std::vector<Exact> ScaledRow::values() const {
+  std::vector<Exact> out;
+  out.reserve(numerators.size());
+  for (const Integer& n : numerators) out.emplace_back(n, denominator);
+  return out;
+}
+
+ScaledRow::ScaledRow(const std::vector<Exact>& values) {
+  // The lcm of the denominators, GMP's own calls on the rationals' parts in place: rationals derived from one row
+  // share most of their denominators, so most steps are a divisibility test.
+  mpz_ptr common = denominator.backend().data();
+  for (const Exact& v : values) {
+    mpz_srcptr d = mpq_denref(v.backend().data());
+    if (mpz_divisible_p(common, d) == 0) mpz_lcm(common, common, d);
+  }
+  numerators.resize(values.size());
+  for (std::size_t i = 0; i < values.size(); ++i) {
+    mpz_ptr n = numerators[i].backend().data();
+    mpz_divexact(n, common, mpq_denref(values[i].backend().data()));
+    mpz_mul(n, n, mpq_numref(values[i].backend().data()));
+  }
 }
 
 const char* to_string(PagePooling p) { return p == PagePooling::Entropy ? "entropy" : "mean"; }
@@ -83,37 +95,38 @@ Index page_token_capacity(Index tokens, const PageParams& params) {
   return std::min(tokens, page_walk_budget(tokens, params) * params.page_size);
 }
 
-std::optional<std::vector<Exact>> sink_isolate(std::span<const float> p, Index n_sink) {
+std::optional<ScaledRow> sink_isolate(std::span<const float> p, Index n_sink) {
   if (n_sink < 0) throw std::invalid_argument("sink_isolate: n_sink must be >= 0");
-  const Index T = static_cast<Index>(p.size());
-  std::vector<Exact> non_sink;
-  for (Index t = n_sink; t < T; ++t) non_sink.emplace_back(static_cast<double>(p[t]));
-  const Exact mass = exact_sum(non_sink);
+  const std::size_t T = p.size(), sinks = std::min(static_cast<std::size_t>(n_sink), T);
+  // p~(t) = (p(t) 2^149) / (sum_{u >= n_sink} p(u) 2^149): integers over the scaled non-sink mass.
+  std::vector<Integer> scaled(T);
+  Integer mass = 0;
+  for (std::size_t t = sinks; t < T; ++t) {
+    scaled[t] = scaled_to_integer(p[t]);
+    mass += scaled[t];
+  }
   if (mass == 0) return std::nullopt;
-  std::vector<Exact> q(static_cast<std::size_t>(T), Exact(0));
-  for (Index t = n_sink; t < T; ++t) q[t] = Exact(static_cast<double>(p[t])) / mass;
-  return q;
+  return ScaledRow(std::move(scaled), std::move(mass));
 }
 
-std::vector<Exact> exact_row(std::span<const float> p) {
-  std::vector<Exact> q;
-  q.reserve(p.size());
-  for (float v : p) q.emplace_back(static_cast<double>(v));
-  return q;
+ScaledRow exact_row(std::span<const float> p) {
+  std::vector<Integer> scaled;
+  scaled.reserve(p.size());
+  for (float v : p) scaled.push_back(scaled_to_integer(v));
+  return ScaledRow(std::move(scaled), float_scale());
 }
 
-Exact collision_probability(const std::vector<Exact>& q) {
-  const OverOneDenominator common(q);
+Exact collision_probability(const ScaledRow& q) {
   Integer squares = 0;
-  for (const Integer& n : common.numerators) squares += n * n;
-  return Exact(squares, common.denominator * common.denominator);
+  for (const Integer& n : q.numerators) squares += n * n;
+  return Exact(squares, q.denominator * q.denominator);
 }
 
 double renyi2_entropy(const Exact& collision) {
   return collision > 0 ? -std::log(collision.convert_to<double>()) : INFINITY;
 }
 
-std::vector<Exact> group_weights(const std::vector<std::optional<std::vector<Exact>>>& entropy_rows, PagePooling pooling,
+std::vector<Exact> group_weights(const std::vector<std::optional<ScaledRow>>& entropy_rows, PagePooling pooling,
                                  Index inverse_temperature) {
   if (inverse_temperature < 1) throw std::invalid_argument("group_weights: 1/tau must be >= 1");
   const std::size_t G = entropy_rows.size();
@@ -134,26 +147,17 @@ std::vector<Exact> group_weights(const std::vector<std::optional<std::vector<Exa
   return w;
 }
 
-std::vector<Exact> pooled_scores(const std::vector<std::vector<Exact>>& sources, const std::vector<Exact>& weights) {
-  // s(t) = sum_h (w_h / D_h) n_h(t) with source h over one denominator D_h; the G factors w_h / D_h over one
-  // denominator Y in turn, so s(t) = [sum_h a_h n_h(t)] / Y: integer products per position, one reduction each.
+ScaledRow pooled_scores(const std::vector<ScaledRow>& sources, const std::vector<Exact>& weights) {
+  // s(t) = sum_h (w_h / d_h) n_h(t); the G factors w_h / d_h over one denominator Y, a_h / Y, give
+  // s(t) = [sum_h a_h n_h(t)] / Y: integer products per position, no reduction.
   const std::size_t T = sources.empty() ? 0 : sources[0].size();
-  std::vector<OverOneDenominator> rows;
   std::vector<Exact> factors;
-  for (std::size_t h = 0; h < sources.size(); ++h) {
-    rows.emplace_back(sources[h]);
-    factors.push_back(weights[h] / Exact(rows.back().denominator));
-  }
-  const OverOneDenominator a(factors);
-  std::vector<Exact> s;
-  s.reserve(T);
-  Integer numerator;
-  for (std::size_t t = 0; t < T; ++t) {
-    numerator = 0;
-    for (std::size_t h = 0; h < rows.size(); ++h) numerator += a.numerators[h] * rows[h].numerators[t];
-    s.emplace_back(numerator, a.denominator);
-  }
-  return s;
+  for (std::size_t h = 0; h < sources.size(); ++h) factors.push_back(weights[h] / Exact(sources[h].denominator));
+  const ScaledRow a(factors);
+  std::vector<Integer> s(T);
+  for (std::size_t t = 0; t < T; ++t)
+    for (std::size_t h = 0; h < sources.size(); ++h) s[t] += a.numerators[h] * sources[h].numerators[t];
+  return ScaledRow(std::move(s), a.denominator);
 }
 
 std::vector<Page> page_layout(Index tokens, Index page_size) {
@@ -163,17 +167,16 @@ std::vector<Page> page_layout(Index tokens, Index page_size) {
   return pages;
 }
 
-std::vector<Exact> page_scores(const std::vector<Exact>& token_scores, const std::vector<Page>& pages, PageScore kind) {
+std::vector<Exact> page_scores(const ScaledRow& token_scores, const std::vector<Page>& pages, PageScore kind) {
+  // Over one positive denominator, sums and maxima of the values are those of the numerators.
   std::vector<Exact> out;
   for (const Page& pg : pages) {
-    if (kind == PageScore::Sum) {
-      out.push_back(exact_sum({token_scores.begin() + pg.begin, token_scores.begin() + pg.end}));
-      continue;
+    Integer v = token_scores.numerators[pg.begin];
+    for (Index t = pg.begin + 1; t < pg.end; ++t) {
+      if (kind == PageScore::Sum) v += token_scores.numerators[t];
+      else if (token_scores.numerators[t] > v) v = token_scores.numerators[t];
     }
-    Exact v = token_scores[pg.begin];
-    for (Index t = pg.begin + 1; t < pg.end; ++t)
-      if (token_scores[t] > v) v = token_scores[t];
-    out.push_back(v);
+    out.emplace_back(v, token_scores.denominator);
   }
   return out;
 }
@@ -223,23 +226,28 @@ std::vector<Index> select_pages(const std::vector<Exact>& scores, const std::vec
   return kept;
 }
 
+std::vector<ScaledRow> pooling_sources(const std::vector<std::span<const float>>& rows, const PageParams& params) {
+  std::vector<ScaledRow> sources;
+  for (const auto& row : rows) {
+    if (params.source == PoolSource::Raw) {
+      sources.push_back(exact_row(row));
+      continue;
+    }
+    auto isolated = sink_isolate(row, params.n_sink);
+    sources.push_back(isolated ? std::move(*isolated) : ScaledRow(std::vector<Integer>(row.size()), Integer(1)));
+  }
+  return sources;
+}
+
 GroupResult page_entrokv_group(const std::vector<std::span<const float>>& rows, const PageParams& params) {
   GroupResult r;
   const Index T = rows.empty() ? 0 : static_cast<Index>(rows[0].size());
-  std::vector<std::optional<std::vector<Exact>>> isolated;
-  for (const auto& row : rows) isolated.push_back(sink_isolate(row, params.n_sink));
-  if (params.entropy_on == EntropySource::SinkIsolated) {
-    r.weights = group_weights(isolated, params.pooling, params.inverse_temperature);
-  } else {
-    std::vector<std::optional<std::vector<Exact>>> raw;
-    for (const auto& row : rows) raw.push_back(exact_row(row));
-    r.weights = group_weights(raw, params.pooling, params.inverse_temperature);
-  }
-  std::vector<std::vector<Exact>> sources;
-  for (std::size_t h = 0; h < rows.size(); ++h) {
-    if (params.source == PoolSource::Raw) sources.push_back(exact_row(rows[h]));
-    else sources.push_back(isolated[h] ? *isolated[h] : std::vector<Exact>(static_cast<std::size_t>(T), Exact(0)));
-  }
+  std::vector<std::optional<ScaledRow>> entropy_rows(rows.size());  // mean pooling reads none of them
+  if (params.pooling == PagePooling::Entropy)
+    for (std::size_t h = 0; h < rows.size(); ++h)
+      entropy_rows[h] = params.entropy_on == EntropySource::Raw ? exact_row(rows[h]) : sink_isolate(rows[h], params.n_sink);
+  r.weights = group_weights(entropy_rows, params.pooling, params.inverse_temperature);
+  const std::vector<ScaledRow> sources = pooling_sources(rows, params);
   r.token_scores = pooled_scores(sources, r.weights);
   const std::vector<Page> pages = page_layout(T, params.page_size);
   r.page_scores = page_scores(r.token_scores, pages, params.page_score);

@@ -20,8 +20,22 @@ namespace kvaudit::oracle::paging {
 // Every float input is an exact binary fraction, so every quantity below is an exact rational.
 using Exact = boost::multiprecision::mpq_rational;
 
-// The sum of rationals, over one denominator: one gcd reduction in all rather than one per term.
-Exact exact_sum(std::span<const Exact> values);
+using Integer = boost::multiprecision::mpz_int;
+
+// Rationals n_t / d over one positive denominator d, left unreduced: the form the oracle's rows, collision sums and
+// pooled scores are computed in. GMP reduces every rational sum and product by a gcd; over one denominator a sum of
+// T terms is T integer additions (a 16k-token row's rationals were most of the oracle's time). row[t] is the
+// reduced rational n_t / d.
+struct ScaledRow {
+  std::vector<Integer> numerators;
+  Integer denominator{1};
+  ScaledRow() = default;
+  ScaledRow(std::vector<Integer> n, Integer d);      // d != 0; a negative d is moved into the numerators
+  ScaledRow(const std::vector<Exact>& values);       // over the lcm of their denominators
+  std::size_t size() const { return numerators.size(); }
+  Exact operator[](std::size_t t) const { return Exact(numerators[t], denominator); }
+  std::vector<Exact> values() const;
+};
 
 // ---- Budget --------------------------------------------------------------------------------------------
 // max(1, floor((1 - rho) T)) with rho read exactly from its decimal text ("0.95" is 19/20).
@@ -41,13 +55,14 @@ Index page_token_capacity(Index tokens, const PageParams& params);
 // ---- Heads ---------------------------------------------------------------------------------------------
 // p~(t) = p(t) / sum_{u >= n_sink} p(u) for t >= n_sink, and 0 on the sinks. nullopt when the non-sink mass
 // is zero (no position beyond the sinks, or all of it 0): p~ does not exist.
-std::optional<std::vector<Exact>> sink_isolate(std::span<const float> p, Index n_sink);
+// Throws std::invalid_argument for a value that is not finite.
+std::optional<ScaledRow> sink_isolate(std::span<const float> p, Index n_sink);
 
 // The raw row as exact rationals (PoolSource::Raw, and H2 "without sink isolation").
-std::vector<Exact> exact_row(std::span<const float> p);
+ScaledRow exact_row(std::span<const float> p);
 
 // sum_t q(t)^2 = exp(-H2(q)): the collision probability, the unnormalized entropy weight.
-Exact collision_probability(const std::vector<Exact>& q);
+Exact collision_probability(const ScaledRow& q);
 
 // H2(q) = -log sum_t q(t)^2, for reporting only (the selection never needs the log: w ∝ exp(-H2)).
 double renyi2_entropy(const Exact& collision);
@@ -56,11 +71,14 @@ double renyi2_entropy(const Exact& collision);
 // with c_h the collision probability of the head's entropy row (p~_h, or the raw p_h under EntropySource::Raw)
 // and c_h = 0 for a head without p~ (it says nothing about non-sink positions); if every c is 0 the weights
 // fall back to 1/G. Mean: w_h = 1/G.
-std::vector<Exact> group_weights(const std::vector<std::optional<std::vector<Exact>>>& entropy_rows, PagePooling pooling,
+std::vector<Exact> group_weights(const std::vector<std::optional<ScaledRow>>& entropy_rows, PagePooling pooling,
                                  Index inverse_temperature = 1);
 
+// d_h of every head: the pooling source params.source names (p~_h, 0 where p~_h does not exist, or the raw p_h).
+std::vector<ScaledRow> pooling_sources(const std::vector<std::span<const float>>& rows, const PageParams& params);
+
 // s(t) = sum_h w_h d_h(t), d_h = p~_h (0 where p~_h does not exist) or the raw p_h.
-std::vector<Exact> pooled_scores(const std::vector<std::vector<Exact>>& sources, const std::vector<Exact>& weights);
+ScaledRow pooled_scores(const std::vector<ScaledRow>& sources, const std::vector<Exact>& weights);
 
 // ---- Pages ---------------------------------------------------------------------------------------------
 struct Page {
@@ -73,7 +91,7 @@ struct Page {
 std::vector<Page> page_layout(Index tokens, Index page_size);
 
 // Sum or max of the scores over each page's positions.
-std::vector<Exact> page_scores(const std::vector<Exact>& token_scores, const std::vector<Page>& pages, PageScore kind);
+std::vector<Exact> page_scores(const ScaledRow& token_scores, const std::vector<Page>& pages, PageScore kind);
 
 // What each page costs the walk: the pages themselves (tokens), or one unit per page ([k, k + 1): pages).
 std::vector<Page> walk_costs(const std::vector<Page>& pages, BudgetUnit unit);
@@ -90,7 +108,7 @@ std::vector<Index> select_pages(const std::vector<Exact>& scores, const std::vec
 // ---- One group, one layer ------------------------------------------------------------------------------
 struct GroupResult {
   std::vector<Exact> weights;        // w_h, h = 0..G-1 within the group
-  std::vector<Exact> token_scores;   // s(t)
+  ScaledRow token_scores;            // s(t)
   std::vector<Exact> page_scores;    // per page
   std::vector<bool> reserved;        // per page
   Index budget = 0;                  // the walk's budget in params.budget_unit

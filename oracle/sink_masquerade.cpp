@@ -43,19 +43,19 @@ MasqueradeCensus masquerade_census(const ScoreTensor& attn, Index group_size, In
   for (Index l = 0; l < attn.layers; ++l) {
     for (Index g = 0; g < attn.heads / group_size; ++g) {
       ++m.groups;
-      std::vector<std::optional<std::vector<Exact>>> raw, isolated;
+      std::vector<std::optional<ScaledRow>> raw, isolated;
       std::vector<bool> is_sink;
       for (Index h = g * group_size; h < (g + 1) * group_size; ++h) {
         const auto row = attn.row(l, h);
         raw.push_back(exact_row(row));
         isolated.push_back(sink_isolate(row, n_sink));
-        Exact total = 0, on_sinks = 0;
+        // Masses over the raw row's one denominator: their ratio is that of the numerators' sums.
+        Integer total = 0, on_sinks = 0;
         for (Index t = 0; t < attn.tokens; ++t) {
-          const Exact v(static_cast<double>(row[t]));
-          total += v;
-          if (t < sinks) on_sinks += v;
+          total += raw.back()->numerators[t];
+          if (t < sinks) on_sinks += raw.back()->numerators[t];
         }
-        is_sink.push_back(total > 0 && on_sinks >= threshold * total);
+        is_sink.push_back(total > 0 && Exact(on_sinks) >= threshold * Exact(total));
       }
       const std::vector<Exact> w_raw = group_weights(raw, PagePooling::Entropy, inverse_temperature);
       const std::vector<Exact> w_iso = group_weights(isolated, PagePooling::Entropy, inverse_temperature);

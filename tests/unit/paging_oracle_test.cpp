@@ -37,7 +37,7 @@ TEST(PagingOracle, SinkIsolationAndCollision) {
 }
 
 TEST(PagingOracle, EntropyAndMeanWeights) {
-  std::vector<std::optional<std::vector<Exact>>> iso = {std::vector<Exact>{1, 0, 0, 0},
+  std::vector<std::optional<op::ScaledRow>> iso = {std::vector<Exact>{1, 0, 0, 0},
                                                         std::vector<Exact>{Exact(1, 4), Exact(1, 4), Exact(1, 4), Exact(1, 4)},
                                                         std::nullopt};
   auto w = op::group_weights(iso, kvaudit::PagePooling::Entropy);
@@ -46,7 +46,7 @@ TEST(PagingOracle, EntropyAndMeanWeights) {
   EXPECT_EQ(w[2], 0);
   auto m = op::group_weights(iso, kvaudit::PagePooling::Mean);
   EXPECT_EQ(m[2], Exact(1, 3));
-  std::vector<std::optional<std::vector<Exact>>> none = {std::nullopt, std::nullopt};
+  std::vector<std::optional<op::ScaledRow>> none = {std::nullopt, std::nullopt};
   EXPECT_EQ(op::group_weights(none, kvaudit::PagePooling::Entropy)[0], Exact(1, 2));
 }
 

@@ -71,10 +71,10 @@ TEST(PagingVariants, PageCountRules) {
 
 TEST(PagingVariants, TemperatureRaisesTheCollisionProbability) {
   // c = 1/2 and 1/4: tau = 1 gives 2/3, 1/3; tau = 0.5 (c^2 = 1/4, 1/16) gives 4/5, 1/5.
-  const std::vector<std::optional<std::vector<Exact>>> rows = {std::vector<Exact>{Exact(1, 2), Exact(1, 2)},
+  const std::vector<std::optional<op::ScaledRow>> rows = {std::vector<Exact>{Exact(1, 2), Exact(1, 2)},
                                                                std::vector<Exact>{Exact(1, 2), Exact(0), Exact(0)}};
   // collision: 1/2 for the first row, 1/4 for the second
-  const std::vector<std::optional<std::vector<Exact>>> quarter = {rows[0], std::vector<Exact>{Exact(1, 2)}};
+  const std::vector<std::optional<op::ScaledRow>> quarter = {rows[0], std::vector<Exact>{Exact(1, 2)}};
   EXPECT_EQ(op::group_weights(quarter, kvaudit::PagePooling::Entropy, 1), (std::vector<Exact>{Exact(2, 3), Exact(1, 3)}));
   EXPECT_EQ(op::group_weights(quarter, kvaudit::PagePooling::Entropy, 2), (std::vector<Exact>{Exact(4, 5), Exact(1, 5)}));
   EXPECT_EQ(op::group_weights(quarter, kvaudit::PagePooling::Mean, 2), (std::vector<Exact>{Exact(1, 2), Exact(1, 2)}));

@@ -104,11 +104,8 @@ LONG_CONTEXT = dataclasses.replace(PROFILES["long"], prompts=prompt_specs.long_c
 
 
 def sha256_file(path: str) -> str:
-    h = hashlib.sha256()
     with open(path, "rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()
+        return hashlib.file_digest(f, "sha256").hexdigest()
 
 
 def to_f16(t: torch.Tensor, what: str) -> np.ndarray:

@@ -50,11 +50,8 @@ def fail(message: str) -> None:
 
 
 def sha256_file(path: str) -> str:
-    h = hashlib.sha256()
     with open(path, "rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()
+        return hashlib.file_digest(f, "sha256").hexdigest()
 
 
 def page_count(ratio: str, tokens: int, page_size: int) -> int:

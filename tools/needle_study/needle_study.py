@@ -398,11 +398,8 @@ def run_haystack_mode(pipe, spec, doc, mode, max_new_tokens, names=None, log=pri
 
 # ----------------------------------------------------------------------------------------- provenance
 def sha256_file(path):
-    h = hashlib.sha256()
     with open(path, "rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()
+        return hashlib.file_digest(f, "sha256").hexdigest()
 
 
 def package_versions():
