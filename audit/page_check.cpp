@@ -61,9 +61,6 @@ WalkInput walk_input(const std::vector<std::span<const float>>& rows, const Page
           op::walk_costs(op::page_layout(static_cast<Index>(rows[0].size()), p.page_size), p.budget_unit)};
 }
 
-// The sources d_h that would be pooled under p (p~_h, 0 where it does not exist, or the raw rows).
-
-
 // Two mistakes no PageParams knob expresses, built from the oracle's definitions.
 // Entropy weights computed on the raw rows (sinks not isolated before H2).
 WalkInput walk_with_raw_weights(const std::vector<std::span<const float>>& rows, const PageParams& p) {
