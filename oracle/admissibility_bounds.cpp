@@ -131,7 +131,8 @@ ExactStatistics<DoubleEnclosure> exact_statistics(const HeadScores& scores, cons
       v = greater(v, DoubleEnclosure(0.0));  // max(0, x) is monotone
       // The chunk sums below add max(0, x_j), so a sum known to be <= 0 becomes an exact 0 (inexact ones too: the
       // pair's own value would put a negative term into a clamped chunk mean), and one of unknown sign is undecided.
-      const bool negative = sum.exact ? sum.hi < 0 || (sum.hi == 0 && sum.lo < 0) : sum.enclosure().hi() <= 0;
+      // An exact sum's sign is its canonical pair's: (hi, lo) can be (1e-40, -1) after cancellation.
+      const bool negative = sum.exact ? sum.canonical().rounded < 0 : sum.enclosure().hi() <= 0;
       if (negative) sum = ExactDoubleSum{};
       else if (sum.enclosure().lo() < 0) throw UndecidedInDouble();
     }
@@ -202,7 +203,33 @@ Real lesser(const Real& a, const Real& b) { return std::min(a, b); }
 Real greater(const Real& a, const Real& b) { return std::max(a, b); }
 
 Real entropy_of(const std::vector<Real>& x, const Chunk& chunk, const Real& eps) { return precise_entropy(x, chunk, eps); }
+// Chunks whose 50-digit normalized entropy is exactly 0 (proofs/15_filtered_admissibility.md, item 11), where the
+// static bound would give [0, ~1e-13] and every comparison among them would need 50 digits: every rebased value 0
+// (each term is 0 log(eps) = 0), or one nonzero rebased value v with p + eps - 1 = eps (v + eps - 1) / (v + eps) above
+// 2^-160 (then the 50-digit p + eps exceeds 1, -p log(p + eps) < 0, and the clamp gives 0). Needs point head sums and
+// 0 < eps <= 1; nullopt otherwise, or when the margin is not shown.
+std::optional<DoubleEnclosure> entropy_exactly_zero(const std::vector<DoubleEnclosure>& x, const Chunk& chunk, const DoubleEnclosure& eps) {
+  if (chunk.size() < 2 || eps.lo() != eps.hi() || !(eps.lo() > 0 && eps.lo() <= 1) || !all_points(x, chunk)) return std::nullopt;
+  double lowest = x[static_cast<std::size_t>(chunk.begin)].lo();
+  for (Index j = chunk.begin; j < chunk.end; ++j) lowest = min_of(lowest, x[static_cast<std::size_t>(j)].lo());
+  const double shift = min_of(lowest, 0.0);
+  Index nonzero = 0;
+  double single = 0;
+  for (Index j = chunk.begin; j < chunk.end; ++j)  // v - shift is 0 in 50 digits iff v == shift (a faithful difference)
+    if (x[static_cast<std::size_t>(j)].lo() != shift) {
+      ++nonzero;
+      single = x[static_cast<std::size_t>(j)].lo();
+    }
+  if (nonzero == 0) return DoubleEnclosure(0.0);
+  if (nonzero > 1) return std::nullopt;
+  const DoubleEnclosure v = DoubleEnclosure(single) - DoubleEnclosure(shift);
+  const DoubleEnclosure above_one = eps * (v + eps - DoubleEnclosure(1.0)) / (v + eps);
+  if (above_one.lo() > 0x1p-160) return DoubleEnclosure(0.0);
+  return std::nullopt;
+}
+
 DoubleEnclosure entropy_of(const std::vector<DoubleEnclosure>& x, const Chunk& chunk, const DoubleEnclosure& eps) {
+  if (auto e = entropy_exactly_zero(x, chunk, eps)) return *e;
   if (auto e = entropy_by_static_bound(x, chunk, eps)) return *e;
   return precise_entropy(x, chunk, eps);
 }

@@ -79,7 +79,9 @@ void assert_enclosed(const HeadScores& s, const SelectorParams& p, Rounding r) {
       auto [it, added] = by_key.try_emplace({static_cast<int>(k->formula), k->a, k->b, k->c, k->d, k->e}, v);
       if (!added) {
         ++tally().keyed_pairs;
-        RC_ASSERT(it->second == v);
+        if (it->second != v)
+          RC_FAIL("equal tie keys (formula " + std::to_string(static_cast<int>(k->formula)) + ") on unequal 50-digit values " +
+                  it->second.str(60) + " and " + v.str(60));
       }
     }
   };
