@@ -7,6 +7,7 @@
 #include <cmath>
 #include <limits>
 #include <map>
+#include <optional>
 #include <tuple>
 #include <type_traits>
 #include <utility>
@@ -78,12 +79,49 @@ ExactStatistics<Real> exact_statistics(const HeadScores& scores, const std::vect
   return s;
 }
 
-// Head sums as exact pairs of doubles (float32 values are exact doubles); a pair that lost bits becomes a
-// plain enclosure without a tie key. The 50-digit path rounds the exact sum once, so it lies inside.
+// Whether the exact value of a canonical pair has at most the 50-digit format's 168 significant bits: the 50-digit
+// run's rounding of it is then exact, and the pair is its 50-digit value.
+bool fits_fifty_digits(const ExactDoubleSum::Pair& p) {
+  if (p.remainder == 0) return true;
+  const int lowest_bit = std::max(std::ilogb(p.remainder) - 52, -1074);
+  return std::ilogb(p.rounded) - lowest_bit < std::numeric_limits<Real>::digits;
+}
+
+// A 50-digit value in doubles: exactly a pair d + r (a point when r = 0), which then names it in a tie key, or else the
+// doubles around it. Every claim is checked in 50 digits, so nothing rests on how Boost converts to double.
+struct FiftyDigitEnclosure {
+  DoubleEnclosure value;
+  std::optional<ExactDoubleSum::Pair> pair;
+};
+FiftyDigitEnclosure enclose_fifty_digit(const Real& v) {
+  const double d = static_cast<double>(v);
+  if (!std::isfinite(d) || (d == 0) != (v == 0)) throw UndecidedInDouble();
+  const Real dv(d);
+  // Sterbenz: with d within a factor 2 of v (same sign), v - d is exact in 50 digits; if it is a double r too, v = d + r.
+  const bool near = d == 0 || (d > 0 ? dv / 2 <= v && v <= dv * 2 : dv * 2 <= v && v <= dv / 2);
+  const Real rest = v - dv;
+  const double r = static_cast<double>(rest);
+  if (near && Real(r) == rest) return {DoubleEnclosure(d) + DoubleEnclosure(r), ExactDoubleSum::Pair{d, r}};
+  const DoubleEnclosure around = DoubleEnclosure::between(DoubleEnclosure::down(d), DoubleEnclosure::up(d));
+  if (!(Real(around.lo()) <= v && v <= Real(around.hi()))) throw UndecidedInDouble();
+  return {around, std::nullopt};
+}
+
+// An exact sum that does not fit 50 digits: the 50-digit run's value of it, by the same functions on the same integer
+// (the sum times 2^149, here from its canonical pair), enclosed in doubles.
+Real fifty_digit_value(const ExactDoubleSum::Pair& p) { return from_fixed_point(fixed_point(p.rounded) + fixed_point(p.remainder)); }
+
+// Head sums as exact pairs of doubles (float32 values are exact doubles); a pair that lost bits becomes a plain
+// enclosure without a tie key, and the 50-digit path, which rounds the exact sum once, lies inside. Where the exact
+// sum does not fit 50 digits (huge and subnormal scores in one column) its 50-digit value is computed as the 50-digit
+// path does: sums that differ only below 50 digits then share a value and a key instead of overlapping undecided.
+// Keys of token values and chunk sums name the 50-digit value as a pair of doubles (for sums that fit, the exact
+// sum's canonical pair).
 ExactStatistics<DoubleEnclosure> exact_statistics(const HeadScores& scores, const std::vector<Chunk>& chunks, bool clamp,
                                                   std::vector<TieKey>& keys, DoubleEnclosure*) {
   ExactStatistics<DoubleEnclosure> s;
   std::vector<ExactDoubleSum> sums(static_cast<std::size_t>(scores.tokens));
+  std::map<std::pair<double, double>, DoubleEnclosure> beyond_fifty_digits;  // by canonical pair: tie-heavy columns repeat
   s.x.reserve(sums.size());
   for (Index t = 0; t < scores.tokens; ++t) {
     ExactDoubleSum& sum = sums[static_cast<std::size_t>(t)];
@@ -91,9 +129,27 @@ ExactStatistics<DoubleEnclosure> exact_statistics(const HeadScores& scores, cons
     DoubleEnclosure v = sum.enclosure();
     if (clamp) {
       v = greater(v, DoubleEnclosure(0.0));  // max(0, x) is monotone
-      if (sum.exact && (sum.hi < 0 || (sum.hi == 0 && sum.lo < 0))) sum = ExactDoubleSum{};  // exactly 0
+      // The chunk sums below add max(0, x_j), so a sum known to be <= 0 becomes an exact 0 (inexact ones too: the
+      // pair's own value would put a negative term into a clamped chunk mean), and one of unknown sign is undecided.
+      // An exact sum's sign is its canonical pair's: (hi, lo) can be (1e-40, -1) after cancellation.
+      const bool negative = sum.exact ? sum.canonical().rounded < 0 : sum.enclosure().hi() <= 0;
+      if (negative) sum = ExactDoubleSum{};
+      else if (sum.enclosure().lo() < 0) throw UndecidedInDouble();
     }
-    if (sum.exact) v.set_key(add_tie_key(keys, TieFormula::ExactTokenValue, sum.canonical().rounded, sum.canonical().remainder));
+    if (sum.exact) {
+      const ExactDoubleSum::Pair p = sum.canonical();
+      if (fits_fifty_digits(p)) {
+        v.set_key(add_tie_key(keys, TieFormula::ExactTokenValue, p.rounded, p.remainder));
+      } else {
+        auto [it, added] = beyond_fifty_digits.try_emplace({p.rounded, p.remainder});
+        if (added) {
+          const FiftyDigitEnclosure x50 = enclose_fifty_digit(fifty_digit_value(p));
+          it->second = x50.value;
+          if (x50.pair) it->second.set_key(add_tie_key(keys, TieFormula::ExactTokenValue, x50.pair->rounded, x50.pair->remainder));
+        }
+        v = it->second;
+      }
+    }
     s.x.push_back(v);
   }
   for (const Chunk& c : chunks) {
@@ -108,9 +164,17 @@ ExactStatistics<DoubleEnclosure> exact_statistics(const HeadScores& scores, cons
     DoubleEnclosure mean = (total.enclosure() + inexact_part) / DoubleEnclosure(c.size());
     bool all_exact = total.exact;
     for (Index j = c.begin; j < c.end && all_exact; ++j) all_exact = sums[static_cast<std::size_t>(j)].exact;
-    if (all_exact)
-      mean.set_key(add_tie_key(keys, TieFormula::ExactChunkMean, total.canonical().rounded, total.canonical().remainder,
-                               static_cast<double>(c.size())));
+    if (all_exact) {
+      const ExactDoubleSum::Pair p = total.canonical();
+      if (fits_fifty_digits(p)) {
+        mean.set_key(add_tie_key(keys, TieFormula::ExactChunkMean, p.rounded, p.remainder, static_cast<double>(c.size())));
+      } else {  // as exact_mean computes it: the exact sum rounded to 50 digits, divided by n in 50 digits
+        const Real sum50 = fifty_digit_value(p);
+        mean = enclose_fifty_digit(sum50 / c.size()).value;
+        if (const auto named = enclose_fifty_digit(sum50).pair)
+          mean.set_key(add_tie_key(keys, TieFormula::ExactChunkMean, named->rounded, named->remainder, static_cast<double>(c.size())));
+      }
+    }
     s.means.push_back(mean);
   }
   return s;
@@ -139,7 +203,33 @@ Real lesser(const Real& a, const Real& b) { return std::min(a, b); }
 Real greater(const Real& a, const Real& b) { return std::max(a, b); }
 
 Real entropy_of(const std::vector<Real>& x, const Chunk& chunk, const Real& eps) { return precise_entropy(x, chunk, eps); }
+// Chunks whose 50-digit normalized entropy is exactly 0 (proofs/15_filtered_admissibility.md, item 11), where the
+// static bound would give [0, ~1e-13] and every comparison among them would need 50 digits: every rebased value 0
+// (each term is 0 log(eps) = 0), or one nonzero rebased value v with p + eps - 1 = eps (v + eps - 1) / (v + eps) above
+// 2^-160 (then the 50-digit p + eps exceeds 1, -p log(p + eps) < 0, and the clamp gives 0). Needs point head sums and
+// 0 < eps <= 1; nullopt otherwise, or when the margin is not shown.
+std::optional<DoubleEnclosure> entropy_exactly_zero(const std::vector<DoubleEnclosure>& x, const Chunk& chunk, const DoubleEnclosure& eps) {
+  if (chunk.size() < 2 || eps.lo() != eps.hi() || !(eps.lo() > 0 && eps.lo() <= 1) || !all_points(x, chunk)) return std::nullopt;
+  double lowest = x[static_cast<std::size_t>(chunk.begin)].lo();
+  for (Index j = chunk.begin; j < chunk.end; ++j) lowest = min_of(lowest, x[static_cast<std::size_t>(j)].lo());
+  const double shift = min_of(lowest, 0.0);
+  Index nonzero = 0;
+  double single = 0;
+  for (Index j = chunk.begin; j < chunk.end; ++j)  // v - shift is 0 in 50 digits iff v == shift (a faithful difference)
+    if (x[static_cast<std::size_t>(j)].lo() != shift) {
+      ++nonzero;
+      single = x[static_cast<std::size_t>(j)].lo();
+    }
+  if (nonzero == 0) return DoubleEnclosure(0.0);
+  if (nonzero > 1) return std::nullopt;
+  const DoubleEnclosure v = DoubleEnclosure(single) - DoubleEnclosure(shift);
+  const DoubleEnclosure above_one = eps * (v + eps - DoubleEnclosure(1.0)) / (v + eps);
+  if (above_one.lo() > 0x1p-160) return DoubleEnclosure(0.0);
+  return std::nullopt;
+}
+
 DoubleEnclosure entropy_of(const std::vector<DoubleEnclosure>& x, const Chunk& chunk, const DoubleEnclosure& eps) {
+  if (auto e = entropy_exactly_zero(x, chunk, eps)) return *e;
   if (auto e = entropy_by_static_bound(x, chunk, eps)) return *e;
   return precise_entropy(x, chunk, eps);
 }

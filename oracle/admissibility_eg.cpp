@@ -81,10 +81,7 @@ bool counts_feasible(const std::vector<Choice>& choices, const std::vector<Possi
 // Whether two values are known to be equal without a decision that could throw: exactly, in 50 digits; by a shared
 // tie key or as equal points, in double enclosures (false there only means "not known").
 bool same_value(const Real& a, const Real& b) { return a == b; }
-bool same_value(const DoubleEnclosure& a, const DoubleEnclosure& b) {
-  if (a.key() != nullptr && b.key() != nullptr && a.key()->same_value_as(*b.key())) return true;
-  return a.lo() == a.hi() && b.lo() == b.hi() && a.lo() == b.lo();
-}
+bool same_value(const DoubleEnclosure& a, const DoubleEnclosure& b) { return known_equal(a, b); }
 
 // The k-th smallest of `sorted` after its element at `removed` is replaced by `replacement`, in O(log n).
 // `is_replacement` says whether the answer is the replacement itself.

@@ -64,15 +64,22 @@ Index eg_token_budget(Index tokens, const SelectorParams& params) {
   return exact_token_budget(tokens, params.ratio.text);
 }
 
-BigInt fixed_point(float value) {
-  if (value == 0.0f) return 0;
+BigInt fixed_point(float value) { return fixed_point(static_cast<double>(value)); }  // exact: every float is a double
+
+BigInt fixed_point(double value) {
+  if (value == 0.0) return 0;
   int exponent = 0;
-  float mantissa = std::frexp(std::fabs(value), &exponent);  // |value| = mantissa * 2^exponent, mantissa in [0.5, 1)
-  auto integer = static_cast<std::int64_t>(std::ldexp(mantissa, 24));  // exact: 24 significant bits
-  int shift = exponent - 24 + 149;
+  double mantissa = std::frexp(std::fabs(value), &exponent);  // |value| = mantissa * 2^exponent, mantissa in [0.5, 1)
+  auto integer = static_cast<std::int64_t>(std::ldexp(mantissa, 53));  // exact: 53 significant bits
+  int shift = exponent - 53 + 149;
   BigInt result = integer;
-  if (shift >= 0) result <<= shift;
-  else result >>= -shift;  // exact: value * 2^149 is an integer for every float32
+  if (shift >= 0) {
+    result <<= shift;
+  } else {
+    if (shift <= -63 || (integer & ((std::int64_t{1} << -shift) - 1)) != 0)
+      throw std::invalid_argument("fixed_point: not a multiple of 2^-149");
+    result >>= -shift;  // exact: the bits shifted out are zero
+  }
   return value < 0 ? BigInt(-result) : result;
 }
 

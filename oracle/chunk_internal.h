@@ -40,6 +40,9 @@ Index eg_token_budget(Index tokens, const SelectorParams& params);
 
 // A float32 value times 2^149: an integer for every finite float32, so sums of them are exact.
 BigInt fixed_point(float value);
+// The same for a double that is a multiple of 2^-149 (an exact sum of float32 values, or either part of its
+// canonical pair of doubles); throws std::invalid_argument for any other.
+BigInt fixed_point(double value);
 Real from_fixed_point(const BigInt& value);
 
 // Exact head sums sum_h s_{h,j} in fixed point (times 2^149). `clamp` applies max(0, .) as the exact
@@ -66,6 +69,17 @@ Real exact_mean(const std::vector<BigInt>& fixed, const Chunk& chunk);
 // The same entropy formula with eps as given; values are sorted before summing so a chunk's entropy
 // depends only on the multiset of its values (equal multisets give bit-identical results).
 Real precise_entropy(const std::vector<Real>& x, const Chunk& chunk, const Real& eps);
+
+// ---- Filtered canonical selections (exact flavour; oracle::select with Arithmetic::Filtered) -------------------
+// The canonical selection of valid input, its decisions taken in double enclosures of the 50-digit statistics and in
+// 50 digits only for comparisons those cannot decide (lazy_statistic.h; proofs/15_filtered_admissibility.md,
+// "Filtered canonical selection"). `used_fifty_digits`: some value was computed in 50 digits.
+struct FilteredSelection {
+  Selection selection;
+  bool used_fifty_digits = false;
+};
+FilteredSelection filtered_chunkkv_select(const HeadScores& scores, const SelectorParams& params);
+FilteredSelection filtered_eg_chunkkv_select(const HeadScores& scores, const SelectorParams& params);
 
 // torch.median (lower middle) or the mean of the two middles, of a copy.
 template <class T>

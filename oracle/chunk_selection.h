@@ -133,4 +133,13 @@ struct ValueInterval {
 std::vector<ValueInterval> token_value_intervals(const HeadScores& scores, const SelectorParams& params,
                                                  Rounding rounding = Rounding::Float32Evaluation);
 
+// ---- Canonical selections, filtered ---------------------------------------------------------------------
+// select(scores, params) with the exact flavour's decisions (medians, gates, chunk order, top-k) taken in double
+// enclosures of its 50-digit statistics, and in 50 digits only when some decision cannot be taken there
+// (proofs/15_filtered_admissibility.md, "Filtered canonical selection"). Same result as select() for every input:
+// Reference50Digit is select() itself. The kvpress flavour computes in float32 either way. `counts`, when set,
+// gets one decided_in_double or fell_back_to_50_digits per exact-flavour selection.
+Selection select(const HeadScores& scores, const SelectorParams& params, Arithmetic arithmetic,
+                 ArithmeticCounts* counts = nullptr);
+
 }  // namespace kvaudit::oracle

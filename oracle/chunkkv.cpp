@@ -12,8 +12,10 @@
 #include <algorithm>
 #include <numeric>
 
+#include "oracle/admissibility_bounds.h"
 #include "oracle/chunk_internal.h"
 #include "oracle/chunk_selection.h"
+#include "oracle/lazy_statistic.h"
 
 namespace kvaudit::oracle {
 namespace {
@@ -72,4 +74,33 @@ Selection select(const HeadScores& scores, const SelectorParams& params) {
   return params.method == Method::ChunkKV ? chunkkv_select(scores, params) : eg_chunkkv_select(scores, params);
 }
 
+namespace detail {
+// The chunk order on double enclosures of the exact means (the checker's bounds with exact ties only), each with its
+// 50-digit mean on demand. The no-complete-chunk fallback ranks exact head sums, which the bounds round to 50
+// digits: it stays in exact integers.
+FilteredSelection filtered_chunkkv_select(const HeadScores& scores, const SelectorParams& params) {
+  ChunkKvBudget budget = chunkkv_budget(scores.tokens, params);
+  if (ratio_is_zero(params) || budget.fallback) return {chunkkv_select(scores, params), false};
+  try {
+    auto bounds = selector_bounds<DoubleEnclosure>(scores, params, Rounding::ExactOnly, /*clamp=*/false, /*with_entropy=*/false);
+    FiftyDigitStatistics fifty_digits(scores, /*clamp=*/false, params.eps, bounds.chunks);
+    std::vector<LazyStatistic> chunk_scores;
+    for (std::size_t i = 0; i < bounds.score.size(); ++i)
+      chunk_scores.emplace_back(bounds.score[i].lo, LazyStatistic::Kind::Mean, static_cast<Index>(i), &fifty_digits);
+    Selection selection{{keep_top_chunks(chunk_scores, bounds.chunks, budget.chunks_kept)}};
+    return {std::move(selection), fifty_digits.used()};
+  } catch (const UndecidedInDouble&) {  // the enclosures themselves (not a comparison) need 50 digits
+    return {chunkkv_select(scores, params), true};
+  }
+}
+}  // namespace detail
+
+Selection select(const HeadScores& scores, const SelectorParams& params, Arithmetic arithmetic, ArithmeticCounts* counts) {
+  if (arithmetic == Arithmetic::Reference50Digit || params.flavour == Flavour::Kvpress) return select(scores, params);
+  detail::validate(scores, params);
+  detail::FilteredSelection f = params.method == Method::ChunkKV ? detail::filtered_chunkkv_select(scores, params)
+                                                                 : detail::filtered_eg_chunkkv_select(scores, params);
+  if (counts) ++(f.used_fifty_digits ? counts->fell_back_to_50_digits : counts->decided_in_double);
+  return std::move(f.selection);
+}
 }  // namespace kvaudit::oracle

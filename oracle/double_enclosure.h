@@ -15,6 +15,7 @@
 #include <cmath>
 #include <cstdint>
 #include <limits>
+#include <optional>
 #include <stdexcept>
 
 #include "core/types.h"
@@ -29,16 +30,19 @@ struct UndecidedInDouble : std::runtime_error {
 // What a tie key identifies: the formula whose 50-digit value is a function of the key alone.
 enum class TieFormula : unsigned char {
   None,
-  ExactTokenValue,       // round50(x_j): a, b = the exact head sum as its canonical pair (ExactDoubleSum::canonical)
+  ExactTokenValue,       // round50(x_j): a + b = round50(x_j) exactly (where the exact head sum fits 50 digits, its
+                         //   canonical pair, ExactDoubleSum::canonical)
   TokenValueMinusError,  // round50(round50(x_j) - err(mass_j)): a, b as above, c = mass_j
   TokenValuePlusError,   // round50(round50(x_j) + err(mass_j))
-  ExactChunkMean,        // round50(round50(S_i) / n_i): a, b the exact chunk sum's pair, c = n_i
+  ExactChunkMean,        // round50(round50(S_i) / n_i): a + b = round50(S_i) exactly (as above), c = n_i
   ChunkMeanMinusError,   // mean - err(A_i, n_i): a, b, c as above, d, e the exact pair of A_i (sum of mass_j)
   ChunkMeanPlusError,    // mean + err(A_i, n_i)
   EntropyLow,            // a chunk's entropy interval ends: a = the id of the chunk's content (its sequence of
   EntropyHigh,           //   exact head sums and masses; with ExactOnly the sorted multiset of exact head sums),
                          //   equal only for chunks with equal content
   ExactOnlyEntropy,      // with ExactOnly both ends are the 50-digit entropy itself: one key for both, a as above
+  SameComputation,       // a = a serial number: one computed value, shared only by its copies (filtered canonical
+                         //   selection, whose gates compare a chunk's statistic with the median that may be it)
 };
 
 struct TieKey {
@@ -105,17 +109,25 @@ class DoubleEnclosure {
   DoubleEnclosure& operator+=(const DoubleEnclosure& o) { return *this = *this + o; }
   DoubleEnclosure& operator-=(const DoubleEnclosure& o) { return *this = *this - o; }
 
-  // Comparisons of the enclosed values: decided, or UndecidedInDouble.
-  friend bool operator<(const DoubleEnclosure& a, const DoubleEnclosure& b) {
+  // Comparisons of the enclosed values: decided, or nullopt (the operators throw UndecidedInDouble instead).
+  friend std::optional<bool> decide_less(const DoubleEnclosure& a, const DoubleEnclosure& b) {
     if (same_value(a.key_, b.key_)) return false;
     if (a.hi_ < b.lo_) return true;
     if (a.lo_ >= b.hi_) return false;
-    throw UndecidedInDouble();
+    return std::nullopt;
   }
-  friend bool operator<=(const DoubleEnclosure& a, const DoubleEnclosure& b) {
+  friend std::optional<bool> decide_less_equal(const DoubleEnclosure& a, const DoubleEnclosure& b) {
     if (same_value(a.key_, b.key_)) return true;
     if (a.hi_ <= b.lo_) return true;
     if (a.lo_ > b.hi_) return false;
+    return std::nullopt;
+  }
+  friend bool operator<(const DoubleEnclosure& a, const DoubleEnclosure& b) {
+    if (const auto d = decide_less(a, b)) return *d;
+    throw UndecidedInDouble();
+  }
+  friend bool operator<=(const DoubleEnclosure& a, const DoubleEnclosure& b) {
+    if (const auto d = decide_less_equal(a, b)) return *d;
     throw UndecidedInDouble();
   }
   friend bool operator>(const DoubleEnclosure& a, const DoubleEnclosure& b) { return b < a; }
@@ -147,18 +159,59 @@ class DoubleEnclosure {
     const double stepped = up(r);
     return e > 0 || e != e ? stepped : r;
   }
-  // Products and quotients step one ulp outward always: telling exact results apart would need fma, which the
-  // baseline x86-64 target emulates in software (slower than the whole step). Sums above stay exact when exact.
-  static double product_down(double a, double b) { return a == 0 || b == 0 ? 0.0 : down(a * b); }
-  static double product_up(double a, double b) { return a == 0 || b == 0 ? 0.0 : up(a * b); }
-  static double quotient_down(double a, double b) { return a == 0 ? 0.0 : down(a / b); }
-  static double quotient_up(double a, double b) { return a == 0 ? 0.0 : up(a / b); }
+  // Products and quotients step one ulp outward unless the rounded result is exact, which an integer product of the
+  // significands tells (fma would too, but the baseline x86-64 target emulates it in software). Exact results stay
+  // points, as exact sums do: a chunk mean 51 / 17 and one 27 / 9 are then both the point 3, equal in double.
+  static double product_down(double a, double b) {
+    if (a == 0 || b == 0) return 0.0;
+    const double p = a * b;
+    return is_product(a, b, p) ? p : down(p);
+  }
+  static double product_up(double a, double b) {
+    if (a == 0 || b == 0) return 0.0;
+    const double p = a * b;
+    return is_product(a, b, p) ? p : up(p);
+  }
+  static double quotient_down(double a, double b) {
+    if (a == 0) return 0.0;
+    const double q = a / b;
+    return is_product(q, b, a) ? q : down(q);
+  }
+  static double quotient_up(double a, double b) {
+    if (a == 0) return 0.0;
+    const double q = a / b;
+    return is_product(q, b, a) ? q : up(q);
+  }
+  // Whether x * y == z exactly, for nonzero finite x, y: with x = mx 2^ex, y = my 2^ey, z = mz 2^ez (53-bit integer
+  // significands), mx my 2^(ex + ey) == mz 2^ez, compared in 128-bit integers. False for zeros, infinities, NaN.
+  static bool is_product(double x, double y, double z) {
+    constexpr double kMax = std::numeric_limits<double>::max();
+    if (!(std::fabs(x) <= kMax && std::fabs(y) <= kMax && std::fabs(z) <= kMax) || x == 0 || y == 0 || z == 0) return false;
+    if (std::signbit(x) != std::signbit(y) ? !std::signbit(z) : std::signbit(z)) return false;
+    int ex = 0, ey = 0, ez = 0;
+    const auto mx = static_cast<std::uint64_t>(std::ldexp(std::frexp(std::fabs(x), &ex), 53));
+    const auto my = static_cast<std::uint64_t>(std::ldexp(std::frexp(std::fabs(y), &ey), 53));
+    const auto mz = static_cast<std::uint64_t>(std::ldexp(std::frexp(std::fabs(z), &ez), 53));
+    // mx my lies in [2^104, 2^106) and mz in [2^52, 2^53): equal only after dropping zero bits of mx my.
+    const int drop = ez - 53 - (ex + ey - 106);  // x y = (mx my) 2^(ex + ey - 106), z = mz 2^(ez - 53)
+    if (drop <= 0 || drop >= 128) return false;
+    const unsigned __int128 product = static_cast<unsigned __int128>(mx) * my;
+    const unsigned __int128 low_bits = (static_cast<unsigned __int128>(1) << drop) - 1;
+    return (product & low_bits) == 0 && (product >> drop) == mz;
+  }
 
   static bool same_value(const TieKey* a, const TieKey* b) { return a != nullptr && b != nullptr && a->same_value_as(*b); }
 
   double lo_ = 0, hi_ = 0;
   const TieKey* key_ = nullptr;
 };
+
+// Whether two enclosed values are known to be equal without a decision that could throw: a shared tie key, or equal
+// points (false only means "not known").
+inline bool known_equal(const DoubleEnclosure& a, const DoubleEnclosure& b) {
+  if (a.key() != nullptr && b.key() != nullptr && a.key()->same_value_as(*b.key())) return true;
+  return a.lo() == a.hi() && b.lo() == b.hi() && a.lo() == b.lo();
+}
 
 // Slack for the 50-digit path's own errors where the filtered path does not mirror its operation order
 // or where Boost's functions are not correctly rounded (proofs/15_filtered_admissibility.md).

@@ -5,11 +5,15 @@
 #include <algorithm>
 #include <numeric>
 
+#include "oracle/admissibility_bounds.h"
 #include "oracle/chunk_internal.h"
 #include "oracle/chunk_selection.h"
+#include "oracle/lazy_statistic.h"
 
 namespace kvaudit::oracle {
 namespace {
+
+using detail::DoubleEnclosure;
 
 // Everything the walk needs, in the value type the flavour computes with (float or Real).
 template <class V>
@@ -21,9 +25,24 @@ struct EgState {
 };
 
 template <class V>
+V gate_median(const std::vector<V>& values, MedianRule rule) {
+  return detail::median_of(values, rule);
+}
+// Equal middles (a shared tie key, or equal points) average to the middle itself ((a + a) / 2 = a in binary floating
+// point, 50 digits included), kept with its tie key so that chunks tied with it decide in double.
+detail::LazyStatistic gate_median(std::vector<detail::LazyStatistic> values, MedianRule rule) {
+  std::sort(values.begin(), values.end());
+  const std::size_t lower = (values.size() - 1) / 2;
+  if (rule == MedianRule::Lower || values.size() % 2 == 1 ||
+      detail::known_equal(values[lower].enclosure(), values[lower + 1].enclosure()))
+    return values[lower];
+  return detail::LazyStatistic::mean_of(values[lower], values[lower + 1]);
+}
+
+template <class V>
 void set_gates(EgState<V>& s, const SelectorParams& params) {
-  V score_median = detail::median_of(s.score, params.median);
-  V tau = params.entropy_threshold ? V(*params.entropy_threshold) : detail::median_of(s.entropy, params.median);
+  V score_median = gate_median(s.score, params.median);
+  V tau = params.entropy_threshold ? V(*params.entropy_threshold) : gate_median(s.entropy, params.median);
   for (std::size_t i = 0; i < s.chunks.size(); ++i) {
     s.important.push_back(s.score[i] >= score_median);
     s.spiky.push_back(s.entropy[i] < tau);
@@ -54,6 +73,45 @@ EgState<detail::Real> exact_state(const HeadScores& scores, const SelectorParams
   }
   set_gates(s, params);
   return s;
+}
+
+// The exact flavour's statistics as double enclosures of the 50-digit values exact_state computes (the checker's
+// bounds with exact ties only, whose interval ends both enclose the one value and share its tie key), each with its
+// 50-digit value on demand. A value left without a key gets one of its own, so that comparing it with a copy of
+// itself (a gate against the median it is) decides in double.
+struct FilteredExactState {
+  FilteredExactState(const HeadScores& scores, const SelectorParams& params)
+      : bounds(detail::selector_bounds<DoubleEnclosure>(scores, params, Rounding::ExactOnly, /*clamp=*/true, /*with_entropy=*/true)),
+        fifty_digits(scores, /*clamp=*/true, params.eps, bounds.chunks) {}
+  detail::SelectorBoundsOf<DoubleEnclosure> bounds;  // owns the tie keys the enclosures point to
+  detail::FiftyDigitStatistics fifty_digits;
+  std::vector<detail::TieKey> own_keys;
+  EgState<detail::LazyStatistic> state;
+};
+
+DoubleEnclosure keyed(const DoubleEnclosure& v, std::vector<detail::TieKey>& own_keys) {
+  if (v.key() != nullptr) return v;
+  DoubleEnclosure out = v;
+  out.set_key(detail::add_tie_key(own_keys, detail::TieFormula::SameComputation, static_cast<double>(own_keys.size())));
+  return out;
+}
+
+void filtered_exact_state(FilteredExactState& f, const SelectorParams& params) {
+  using Kind = detail::LazyStatistic::Kind;
+  f.own_keys.reserve(f.bounds.x.size() + 2 * f.bounds.chunks.size());
+  EgState<detail::LazyStatistic>& s = f.state;
+  s.chunks = f.bounds.chunks;
+  for (std::size_t j = 0; j < f.bounds.x.size(); ++j)
+    s.x.emplace_back(keyed(f.bounds.x[j].lo, f.own_keys), Kind::TokenValue, static_cast<Index>(j), &f.fifty_digits);
+  for (std::size_t i = 0; i < s.chunks.size(); ++i) {
+    s.score.emplace_back(keyed(f.bounds.score[i].lo, f.own_keys), Kind::Mean, static_cast<Index>(i), &f.fifty_digits);
+    // Both ends enclose the entropy (in [0, 1]), so their intersection does too.
+    const auto& h = f.bounds.entropy[i];
+    DoubleEnclosure both = DoubleEnclosure::between(h.lo.lo(), h.hi.hi());
+    both.set_key(h.lo.key());
+    s.entropy.emplace_back(keyed(both, f.own_keys), Kind::Entropy, static_cast<Index>(i), &f.fifty_digits);
+  }
+  set_gates(s, params);
 }
 
 template <class V>
@@ -105,6 +163,21 @@ Selection eg_chunkkv_select(const HeadScores& scores, const SelectorParams& para
   if (params.flavour == Flavour::Kvpress) return {{walk(kvpress_state(scores, params), budget, params.rescue_size)}};
   return {{walk(exact_state(scores, params), budget, params.rescue_size)}};
 }
+
+namespace detail {
+FilteredSelection filtered_eg_chunkkv_select(const HeadScores& scores, const SelectorParams& params) {
+  Index budget = eg_token_budget(scores.tokens, params);
+  if (budget >= scores.tokens) return {eg_chunkkv_select(scores, params), false};
+  try {
+    FilteredExactState f(scores, params);
+    filtered_exact_state(f, params);
+    Selection selection{{walk(f.state, budget, params.rescue_size)}};
+    return {std::move(selection), f.fifty_digits.used()};
+  } catch (const UndecidedInDouble&) {  // the enclosures themselves (not a comparison) need 50 digits
+    return {eg_chunkkv_select(scores, params), true};
+  }
+}
+}  // namespace detail
 
 std::vector<ChunkStat> eg_chunk_statistics(const HeadScores& scores, const SelectorParams& params) {
   detail::validate(scores, params);

@@ -1,5 +1,6 @@
 // Check of proofs/15_filtered_admissibility.md: the admissibility checker's filtered arithmetic (double enclosures,
-// 50 digits only near a tie) gives the same verdict, rule and message as the naive 50-digit reference
+// 50 digits only near a tie) gives the same verdict, rule and message as the naive 50-digit reference, and the
+// filtered canonical selection (oracle::select with Arithmetic::Filtered) the naive selection,
 //   - on generated ChunkKV / EG-ChunkKV cases (both flavours, both rounding models) with ties and near-ties placed
 //     where the walk compares: a kept chunk copied over a dropped one (chunk-order cut, medians), a kept position
 //     copied over a dropped one of the same chunk (within-chunk cut, top-up), the fixed threshold set to a chunk's
@@ -41,6 +42,7 @@ const bool kParams = kvaudit_test_support::default_case_count(case_count());
 
 struct Tally {
   long cases = 0, claims = 0, decided_in_double = 0, fell_back = 0, undecided_bounds = 0, keyed_pairs = 0;
+  long selections = 0, selections_with_fifty_digits = 0;  // filtered canonical selections (exact flavour)
   std::map<std::string, long> placements;
 };
 Tally& tally() {
@@ -75,7 +77,9 @@ void assert_enclosed(const HeadScores& s, const SelectorParams& p, Rounding r) {
       auto [it, added] = by_key.try_emplace({static_cast<int>(k->formula), k->a, k->b, k->c, k->d, k->e}, v);
       if (!added) {
         ++tally().keyed_pairs;
-        RC_ASSERT(it->second == v);
+        if (it->second != v)
+          RC_FAIL("equal tie keys (formula " + std::to_string(static_cast<int>(k->formula)) + ") on unequal 50-digit values " +
+                  it->second.str(60) + " and " + v.str(60));
       }
     }
   };
@@ -127,7 +131,8 @@ RC_GTEST_PROP(FilteredAdmissibility, SameVerdictRuleAndMessageAsTheFiftyDigitRef
     for (const Positions& h : canonical.kept)
       for (Index p : h) keep[static_cast<std::size_t>(p)] = true;
   }
-  const std::string placement = *rc::gen::element<std::string>("chunk-copy", "position-copy", "threshold-at-entropy", "ulp-move", "none");
+  const std::string placement =
+      *rc::gen::element<std::string>("chunk-copy", "position-copy", "threshold-at-entropy", "ulp-move", "spread-magnitudes", "none");
   if (placement == "chunk-copy" && T >= 2 * C) {
     std::vector<Index> kept_chunks, dropped_chunks;
     for (Index b = 0; b + C <= T; b += C) (keep[static_cast<std::size_t>(b)] ? kept_chunks : dropped_chunks).push_back(b / C);
@@ -154,6 +159,14 @@ RC_GTEST_PROP(FilteredAdmissibility, SameVerdictRuleAndMessageAsTheFiftyDigitRef
       c.params.entropy_threshold = (*rc::gen::elementOf(stats)).entropy;
       ++tally().placements[placement];
     }
+  } else if (placement == "spread-magnitudes") {
+    // Columns mixing huge, unit and subnormal scores of both signs: exact head sums beyond 50 digits (equal in 50
+    // digits though different), head sums a pair of doubles cannot hold, and negative ones the exact flavour clamps.
+    const std::vector<float> pool{3.0e38f, -3.0e38f, 1.0f, -1.0f, 1e-40f, -1e-40f, 0.0f};
+    for (Index t = 0; t < T; ++t)
+      if (*rc::gen::inRange(0, 2) == 0)
+        for (auto& row : c.scores) row[static_cast<std::size_t>(t)] = *rc::gen::elementOf(pool);
+    ++tally().placements[placement];
   } else if (placement == "ulp-move") {
     auto& row = c.scores[static_cast<std::size_t>(*rc::gen::inRange<Index>(0, c.heads()))];
     float& v = row[static_cast<std::size_t>(*rc::gen::inRange<Index>(0, T))];
@@ -167,6 +180,15 @@ RC_GTEST_PROP(FilteredAdmissibility, SameVerdictRuleAndMessageAsTheFiftyDigitRef
     canonical = select(s.view, c.params);
   } catch (const std::invalid_argument&) {
     RC_DISCARD("the moved value made the case invalid");
+  }
+
+  // The filtered canonical selection (double enclosures, 50 digits per undecided comparison) is the naive one.
+  {
+    ArithmeticCounts counts;
+    const Selection filtered = select(s.view, c.params, Arithmetic::Filtered, &counts);
+    if (filtered.kept != canonical.kept) RC_FAIL("the filtered canonical selection differs from the naive one");
+    tally().selections += counts.decided_in_double + counts.fell_back_to_50_digits;
+    tally().selections_with_fifty_digits += counts.fell_back_to_50_digits;
   }
 
   // Claims: canonical, one position exchanged, one chunk exchanged (each where possible).
@@ -279,11 +301,15 @@ TEST(FilteredAdmissibility, ZGeneratedCoverage) {
   ASSERT_GE(t.cases, case_count()) << "the property ran fewer cases than asked";
   ASSERT_GT(t.fell_back, 0) << "no generated case reached the 50-digit fallback: the near-ties do not reach the filter";
   ASSERT_GT(t.keyed_pairs, 0) << "no two ends shared a tie key";
+  ASSERT_GT(t.selections_with_fifty_digits, 0) << "no filtered canonical selection needed a 50-digit value: the near-ties do not reach it";
+  ASSERT_GT(t.selections, t.selections_with_fifty_digits) << "every filtered canonical selection needed 50 digits";
   std::string placements;
   for (const auto& [k, n] : t.placements) placements += (placements.empty() ? "" : ", ") + k + " " + std::to_string(n);
   ProofReport::get().cover("generated", std::to_string(t.cases) + " cases, " + std::to_string(t.claims) + " claims (" + placements +
                                             "); rule stages decided in double " + std::to_string(t.decided_in_double) +
-                                            ", fell back " + std::to_string(t.fell_back) + "; bounds undecided " +
+                                            ", fell back " + std::to_string(t.fell_back) + "; filtered canonical selections " +
+                                            std::to_string(t.selections) + ", " + std::to_string(t.selections_with_fifty_digits) +
+                                            " of them with some 50-digit value; bounds undecided " +
                                             std::to_string(t.undecided_bounds) + "; keyed pairs equal " + std::to_string(t.keyed_pairs));
 }
 

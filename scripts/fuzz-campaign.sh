@@ -5,7 +5,8 @@
 #
 #   -s SECONDS   wall time per harness (default 180)
 #   -j JOBS      parallel fuzzing processes per harness (libFuzzer -jobs/-workers; default 1)
-#   -b DIR       fuzz build dir (default build-fuzz; configured with clang and -DKVAUDIT_FUZZ=ON if absent)
+#   -b DIR       fuzz build dir (default build-fuzz), configured as scripts/test.sh stage 2 configures build-asan
+#                (scripts/configure-sanitized.sh: ASan + UBSan, -O1), also when it exists with other flags
 #   -m           afterwards, minimize each grown corpus into fuzz/corpus/<harness> (-merge=1): only inputs
 #                that add coverage are added; without -m the repo is never written
 #   HARNESS      names like npy_fuzz (default: every fuzz/*_fuzz.cpp)
@@ -24,7 +25,7 @@ while getopts "s:j:b:m" opt; do
     j) jobs=$OPTARG ;;
     b) build=$OPTARG ;;
     m) merge=1 ;;
-    *) sed -n '2,16p' "$0"; exit 2 ;;
+    *) sed -n '2,17p' "$0"; exit 2 ;;
   esac
 done
 shift $((OPTIND - 1))
@@ -34,9 +35,8 @@ if [[ ${#harnesses[@]} -eq 0 ]]; then
   for f in fuzz/*_fuzz.cpp; do harnesses+=("$(basename "$f" .cpp)"); done
 fi
 
-if [[ ! -f $build/CMakeCache.txt ]]; then
-  CC=clang CXX=clang++ cmake -S . -B "$build" -G Ninja -DKVAUDIT_FUZZ=ON -DKVAUDIT_CUDA=OFF -DKVAUDIT_BENCHMARKS=OFF
-fi
+# Every campaign measures the build the test suite's fuzz stage runs (an unoptimized one ran several times slower).
+scripts/configure-sanitized.sh "$build" >/dev/null
 cmake --build "$build" --target "${harnesses[@]}" -j "$(nproc)"
 
 status=0

@@ -37,13 +37,9 @@ ctest_run build ctest-stage1 --timeout 900
 
 stage "2/3 clang ASan + UBSan build: the suites under the sanitizers, then the libFuzzer harnesses"
 # One tree for both: the fuzz build already compiles the libraries with ASan + UBSan (and coverage counters, which
-# the tests' sanitizer runtime provides), so building the suites there saves compiling the libraries twice.
-# clang's -fsanitize=undefined also checks float-cast-overflow, which gcc's does not. -O1 with line tables (ASan's
-# own advice): reports keep file:line, and the build is several times faster than -O2 -g, whose variable tracking
-# under the sanitizers dominated this stage (audit/pooling_section.cpp: 160 s with gcc -O2 -g, 30 s here).
-CC=clang CXX=clang++ cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
-      -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O1 -gline-tables-only -DNDEBUG" -DKVAUDIT_SANITIZE=ON -DKVAUDIT_FUZZ=ON \
-      -DKVAUDIT_CUDA=OFF -DKVAUDIT_BENCHMARKS=OFF >/dev/null
+# the tests' sanitizer runtime provides), so building the suites there saves compiling the libraries twice. Its
+# flags, and why: scripts/configure-sanitized.sh.
+scripts/configure-sanitized.sh build-asan >/dev/null
 # What this stage runs: the suites, the CLI they drive, the harnesses. The proofs' checks run in stage 1 only
 # (their library code is the suites' code; 7 CPU-minutes here). So does the CPU build of the GPU algorithm: clang's
 # UBSan stops in Thrust's own headers (thrust/detail/reference.h:330, an upcast of a null tag pointer in its
