@@ -110,6 +110,10 @@ Section suite_summary_section(const AuditContext& ctx) {
     o.result = json::parse(in, nullptr, false);
     fs::remove(json_out);
   });
+  // The same seed as the audit's run: the reproduce command meets the same cases.
+  const auto reproduce = [&](const std::string& name) {
+    return "RC_PARAMS=seed=" + std::to_string(ctx.seed) + " ctest --test-dir " + bin.string() + " -R '^" + name + "$' --output-on-failure";
+  };
   json rows = json::array(), proof_rows = json::array(), findings = json::array();
   long passed_total = 0, failed_total = 0, skipped_total = 0, cases_total = 0;
   const std::regex cases_re("OK, passed ([0-9]+) tests");
@@ -120,7 +124,7 @@ Section suite_summary_section(const AuditContext& ctx) {
     long tests = 0, failures = 0, skipped = 0, cases = 0;
     if (result.is_discarded() || !result.contains("tests")) {
       findings.push_back({{"id", "suite-crashed-" + name}, {"rule", "suite"}, {"verdict", to_string(VerdictKind::Violates)},
-                          {"message", "the suite produced no result file (crashed or did not run)"}, {"reproduce", "ctest --test-dir " + bin.string() + " -R '^" + name + "$' --output-on-failure"}});
+                          {"message", "the suite produced no result file (crashed or did not run)"}, {"reproduce", reproduce(name)}});
       ++failed_total;
       continue;
     }
@@ -139,7 +143,7 @@ Section suite_summary_section(const AuditContext& ctx) {
     cases_total += cases;
     if (failures)
       findings.push_back({{"id", "suite-failed-" + name}, {"rule", "suite"}, {"verdict", to_string(VerdictKind::Violates)},
-                          {"message", std::to_string(failures) + " test(s) failed"}, {"reproduce", "ctest --test-dir " + bin.string() + " -R '^" + name + "$' --output-on-failure"}});
+                          {"message", std::to_string(failures) + " test(s) failed"}, {"reproduce", reproduce(name)}});
   }
   section["status"] = "ran";
   section["summary"] = {{"tests_passed", passed_total}, {"tests_failed", failed_total}, {"tests_skipped", skipped_total},
