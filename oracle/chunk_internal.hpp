@@ -2,14 +2,21 @@
 #pragma once
 
 #include <algorithm>
+#include <cmath>
 #include <numeric>
 #include <stdexcept>
+#include <type_traits>
 
 namespace kvaudit::oracle::detail {
 
 template <class T>
 T median_of(std::vector<T> values, MedianRule rule) {
   if (values.empty()) throw std::invalid_argument("median of an empty list");
+  // torch.median is NaN when any value is NaN (kvpress's float32 entropy of a chunk whose rebased sum overflows),
+  // and then every comparison with it is false.
+  if constexpr (std::is_floating_point_v<T>)
+    for (T v : values)
+      if (std::isnan(v)) return v;
   std::sort(values.begin(), values.end());
   std::size_t n = values.size();
   std::size_t lower = (n - 1) / 2;  // torch.median: the lower of the two middles for an even count

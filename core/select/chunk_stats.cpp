@@ -170,6 +170,10 @@ V kth_smallest(std::span<const V> values, Index k, std::span<V> buf) {
 template <class V>
 V median(std::span<const V> values, MedianRule rule, std::span<V> buf) {
   const Index n = static_cast<Index>(values.size());
+  int any_nan = 0;
+#pragma omp simd reduction(| : any_nan)
+  for (Index i = 0; i < n; ++i) any_nan |= values[i] != values[i];
+  if (any_nan) return std::numeric_limits<V>::quiet_NaN();
   const V lo = kth_smallest(values, (n - 1) / 2, buf);
   if (rule == MedianRule::Lower || n % 2 == 1) return lo;
   return (lo + kth_smallest(values, n / 2, buf)) / V(2);

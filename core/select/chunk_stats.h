@@ -55,7 +55,8 @@ void exact_chunk_statistics(std::span<const double> x, const ChunkGeometry& g, d
                             std::span<double> entropy, std::span<double> buf);
 
 // torch.median (lower middle for an even count) or the mean of the two middles, of finite values, by sampled
-// narrowing (chunk_stats.cpp kth_smallest). `buf` >= values.size().
+// narrowing (chunk_stats.cpp kth_smallest); NaN if any value is NaN, as torch.median (kvpress's float32 entropy of a
+// chunk whose rebased sum overflows is NaN). `buf` >= values.size().
 template <class V>
 V median(std::span<const V> values, MedianRule rule, std::span<V> buf);
 

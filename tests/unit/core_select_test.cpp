@@ -59,6 +59,15 @@ TEST(CoreSelect, EgChunkKvTopUpAfterFixedThresholdRescues) {
   EXPECT_EQ(one(select::select_layer(kFourChunks.view(), p)), (Positions{0, 4, 5, 6, 7, 8, 9, 10, 11, 12, 14, 15}));
 }
 
+TEST(CoreSelect, EgChunkKvOverflowingChunkMakesTheEntropyMedianNaN) {
+  // The released EntropyGatedChunkKVPress (kvpress 0.5.5, tools/adapters/kvpress_adapter.py) keeps [1, 3, 4, 5, 6, 7]:
+  // chunk 2's rebased values overflow (3e38 + 3e38), its float32 entropy is NaN, torch.median of the entropies is
+  // NaN, and no chunk is spiky. Chunk 1 (mean 1.875, entropy 0.79) is kept whole, chunk 0 gives its top 2.
+  const Layer overflow{1, 12, {1, 1.1f, 0.9f, 1.2f, 4, 2, 1, 0.5f, -3e38f, 3e38f, 0, 0}};
+  Selection s = select::select_layer(overflow.view(), params(Method::EgChunkKV, Flavour::Kvpress, "0.5", 4, 1));
+  EXPECT_EQ(one(s), (Positions{1, 3, 4, 5, 6, 7}));
+}
+
 TEST(CoreSelect, EgChunkKvFlavoursDifferOnNegativeScores) {
   // Two chunks of 4. kvpress ranks raw scores; exact clamps at 0 first.
   //   chunk 0 [-4,-4,-4, 1]  raw S = -2.75; clamped [0,0,0,1] S = 0.25

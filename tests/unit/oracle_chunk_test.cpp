@@ -135,6 +135,23 @@ TEST(OracleChunkKvpress, EgRanksRawNegativeScoresAndRebasesEntropy) {
   EXPECT_TRUE(check_admissible(s.view(), p, got).passed());
 }
 
+TEST(OracleChunkKvpress, EgOverflowingChunkMakesTheEntropyMedianNaN) {
+  // kept(E, [[1, 1.1, 0.9, 1.2, 4, 2, 1, 0.5, -3e38, 3e38, 0, 0]], 0.5, chunk_length=4, low_entropy_chunk_length=1)
+  //   -> [[1, 3, 4, 5, 6, 7]]. Chunk 2's rebased values overflow (3e38 + 3e38 = inf), so its float32 entropy is
+  //   NaN; torch.median of the entropies is then NaN and no chunk is spiky: chunk 1 (mean 1.875) is kept whole and
+  //   chunk 0 gives its top 2. A median that sorted past the NaN (0.996) would rescue chunk 1 (entropy 0.79) instead.
+  //   Found by chunk_select_fuzz (docs/hardening.md, bug 8).
+  Scores s({{1, 1.1f, 0.9f, 1.2f, 4, 2, 1, 0.5f, -3e38f, 3e38f, 0, 0}});
+  auto p = eg(Flavour::Kvpress, "0.5", 4, 1);
+  Selection got = eg_chunkkv_select(s.view(), p);
+  EXPECT_EQ(got.kept, (std::vector<Positions>{{1, 3, 4, 5, 6, 7}}));
+  EXPECT_TRUE(check_admissible(s.view(), p, got).passed());
+  auto stats = eg_chunk_statistics(s.view(), p);
+  ASSERT_EQ(stats.size(), 3u);
+  EXPECT_TRUE(std::isnan(stats[2].entropy));
+  for (const auto& c : stats) EXPECT_FALSE(c.spiky);
+}
+
 TEST(OracleChunkKvpress, EgSingleTokenTailChunk) {
   // kept(E, [[0.1*i for i in range(20)] + [5.0]], 0.5, chunk_length=10, low_entropy_chunk_length=4)
   //   -> [[11..20]]: the one-token tail (entropy 0, mean 5) is visited first and kept whole.
