@@ -134,13 +134,18 @@ struct WalkCost {
   }
 };
 
-// The element of a segment's sorted order at a fixed rank (a median).
+// The element of a segment's sorted order at a fixed rank (a median). NaN if the segment holds a NaN, as
+// torch.median (kvpress's float32 entropy of a chunk whose rebased sum overflows is NaN): ascending_bits sorts
+// NaNs of either sign to the two ends of a segment, so the ends tell.
 struct AtRank {
   const float* values;
   const int* order;
   int per_segment;
   int rank_a, rank_b;  // equal for a lower median; the two middles for mean-of-middles
   KVAUDIT_HD float operator()(int s) const {
+    const float first = values[order[s * per_segment]], last = values[order[s * per_segment + per_segment - 1]];
+    if (first != first) return first;
+    if (last != last) return last;
     const float a = values[order[s * per_segment + rank_a]];
     if (rank_a == rank_b) return a;
     const float b = values[order[s * per_segment + rank_b]];
