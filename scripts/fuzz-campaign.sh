@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Long libFuzzer campaigns over every harness in fuzz/ (docs/hardening.md, "Fuzzing").
 #
-#   scripts/fuzz-campaign.sh [-s SECONDS] [-j JOBS] [-b BUILD_DIR] [-m] [-e] [HARNESS...]
+#   scripts/fuzz-campaign.sh [-s SECONDS] [-j JOBS] [-b BUILD_DIR] [-m] [HARNESS...]
 #
 #   -s SECONDS   wall time per harness (default 180)
 #   -j JOBS      parallel fuzzing processes per harness (libFuzzer -jobs/-workers; default 1)
@@ -9,8 +9,6 @@
 #                (scripts/configure-sanitized.sh: ASan + UBSan, -O1), also when it exists with other flags
 #   -m           afterwards, minimize each grown corpus into fuzz/corpus/<harness> (-merge=1): only inputs
 #                that add coverage are added; without -m the repo is never written
-#   -e           libFuzzer's plain schedule (-entropic=0): its entropic schedule's bookkeeping was a third of
-#                chunk_select_fuzz's time (docs/hardening.md), so long campaigns run about 4x the executions
 #   HARNESS      names like npy_fuzz (default: every fuzz/*_fuzz.cpp)
 #
 # The working corpus of each harness persists in DIR/campaign/<harness>/corpus (seeded from fuzz/corpus), so
@@ -20,15 +18,14 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-seconds=180 jobs=1 build=build-fuzz merge=0 plain=0
-while getopts "s:j:b:me" opt; do
+seconds=180 jobs=1 build=build-fuzz merge=0
+while getopts "s:j:b:m" opt; do
   case $opt in
     s) seconds=$OPTARG ;;
     j) jobs=$OPTARG ;;
     b) build=$OPTARG ;;
     m) merge=1 ;;
-    e) plain=1 ;;
-    *) sed -n '2,19p' "$0"; exit 2 ;;
+    *) sed -n '2,17p' "$0"; exit 2 ;;
   esac
 done
 shift $((OPTIND - 1))
@@ -53,7 +50,6 @@ for h in "${harnesses[@]}"; do
   args=(-max_total_time="$seconds" -timeout=5 -rss_limit_mb=2048 -max_len=65536 -print_final_stats=1
         -artifact_prefix="$work/artifacts/")
   [[ -f $dict ]] && args+=(-dict="$dict")
-  [[ $plain -eq 1 ]] && args+=(-entropic=0)
   log=$work/last.log
   if [[ $jobs -gt 1 ]]; then args+=(-jobs="$jobs" -workers="$jobs"); fi
   set +e
