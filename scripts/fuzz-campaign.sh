@@ -56,8 +56,9 @@ for h in "${harnesses[@]}"; do
   "$build/fuzz/$h" "$work/corpus" "${args[@]}" >"$log" 2>&1
   rc=$?
   set -e
-  # With -jobs the stats are in fuzz-<n>.log files in the working directory; sum them.
-  if [[ $jobs -gt 1 ]]; then cat fuzz-*.log >>"$log" 2>/dev/null || true; rm -f fuzz-*.log; fi
+  # With -jobs each job logs to fuzz-<n>.log in the working directory, and libFuzzer copies that log into its own
+  # output when the job exits, so $log already holds every job's stats (appending the files counted them twice).
+  if [[ $jobs -gt 1 ]]; then rm -f fuzz-*.log; fi
   execs=$(grep -h 'stat::number_of_executed_units' "$log" | awk '{s += $2} END {print s + 0}')
   rate=$(grep -h 'stat::average_exec_per_sec' "$log" | awk '{s += $2} END {print s + 0}')
   findings=$(find "$work/artifacts" -type f | wc -l)
