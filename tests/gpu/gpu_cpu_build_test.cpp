@@ -5,6 +5,7 @@
 #include <stdexcept>
 
 #include "tests/gpu/gpu_agreement.h"
+#include "tests/support/kvpress_recorded.h"
 
 namespace kvaudit::gpu::testing {
 namespace {
@@ -77,18 +78,17 @@ TEST(GpuCpuBuild, SpikyChunkKeepsOnlyRescueTokens) {
   EXPECT_EQ(std::count_if(k.begin(), k.end(), [](Index t) { return t < 10; }), 2);  // r = 2 from chunk 0
 }
 
-// A chunk whose rebased values overflow has a NaN float32 entropy; torch.median is then NaN and no chunk is
-// spiky. The released kvpress keeps [1, 3, 4, 5, 6, 7] (docs/hardening.md, bug 8).
+// A NaN chunk entropy makes torch.median NaN: no chunk is spiky (tests/support/kvpress_recorded.h).
 TEST(GpuCpuBuild, NaNEntropyMakesTheGateNaN) {
-  const std::vector<float> v = {1, 1.1f, 0.9f, 1.2f, 4, 2, 1, 0.5f, -3e38f, 3e38f, 0, 0};
+  const kvaudit_test_support::NaNEntropyMedianCase c;
   SelectorParams p;
-  p.ratio = parse_compression_ratio("0.5");
-  p.chunk_length = 4;
-  p.rescue_size = 1;
-  const auto got = cpu::select(BatchedScores{1, 1, 12, v}, p);
+  p.ratio = parse_compression_ratio(c.kRatio);
+  p.chunk_length = c.kChunkLength;
+  p.rescue_size = c.kRescueSize;
+  const auto got = cpu::select(BatchedScores{1, 1, c.kTokens, c.scores}, p);
   ASSERT_EQ(got.size(), 1u);
-  EXPECT_EQ(got[0].kept, (std::vector<Positions>{{1, 3, 4, 5, 6, 7}}));
-  EXPECT_EQ(got[0].kept, oracle::select(HeadScores{1, 12, v}, p).kept);
+  EXPECT_EQ(got[0].kept, (std::vector<Positions>{c.kept}));
+  EXPECT_EQ(got[0].kept, oracle::select(HeadScores{1, c.kTokens, c.scores}, p).kept);
 }
 
 // Rejected inputs are rejected like the oracle rejects them.

@@ -3,6 +3,7 @@
 
 #include "core/error.h"
 #include "core/select/chunk_select.h"
+#include "tests/support/kvpress_recorded.h"
 
 namespace kvaudit {
 namespace {
@@ -60,12 +61,12 @@ TEST(CoreSelect, EgChunkKvTopUpAfterFixedThresholdRescues) {
 }
 
 TEST(CoreSelect, EgChunkKvOverflowingChunkMakesTheEntropyMedianNaN) {
-  // The released EntropyGatedChunkKVPress (kvpress 0.5.5, tools/adapters/kvpress_adapter.py) keeps [1, 3, 4, 5, 6, 7]:
-  // chunk 2's rebased values overflow (3e38 + 3e38), its float32 entropy is NaN, torch.median of the entropies is
-  // NaN, and no chunk is spiky. Chunk 1 (mean 1.875, entropy 0.79) is kept whole, chunk 0 gives its top 2.
-  const Layer overflow{1, 12, {1, 1.1f, 0.9f, 1.2f, 4, 2, 1, 0.5f, -3e38f, 3e38f, 0, 0}};
-  Selection s = select::select_layer(overflow.view(), params(Method::EgChunkKV, Flavour::Kvpress, "0.5", 4, 1));
-  EXPECT_EQ(one(s), (Positions{1, 3, 4, 5, 6, 7}));
+  // A NaN chunk entropy makes torch.median NaN: no chunk is spiky (tests/support/kvpress_recorded.h).
+  const kvaudit_test_support::NaNEntropyMedianCase c;
+  const Layer overflow{1, c.kTokens, c.scores};
+  Selection s = select::select_layer(
+      overflow.view(), params(Method::EgChunkKV, Flavour::Kvpress, c.kRatio, c.kChunkLength, c.kRescueSize));
+  EXPECT_EQ(one(s), c.kept);
 }
 
 TEST(CoreSelect, EgChunkKvFlavoursDifferOnNegativeScores) {

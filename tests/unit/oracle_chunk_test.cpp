@@ -8,6 +8,7 @@
 #include <stdexcept>
 
 #include "oracle/chunk_selection.h"
+#include "tests/support/kvpress_recorded.h"
 
 namespace kvaudit::oracle {
 namespace {
@@ -136,20 +137,17 @@ TEST(OracleChunkKvpress, EgRanksRawNegativeScoresAndRebasesEntropy) {
 }
 
 TEST(OracleChunkKvpress, EgOverflowingChunkMakesTheEntropyMedianNaN) {
-  // kept(E, [[1, 1.1, 0.9, 1.2, 4, 2, 1, 0.5, -3e38, 3e38, 0, 0]], 0.5, chunk_length=4, low_entropy_chunk_length=1)
-  //   -> [[1, 3, 4, 5, 6, 7]]. Chunk 2's rebased values overflow (3e38 + 3e38 = inf), so its float32 entropy is
-  //   NaN; torch.median of the entropies is then NaN and no chunk is spiky: chunk 1 (mean 1.875) is kept whole and
-  //   chunk 0 gives its top 2. A median that sorted past the NaN (0.996) would rescue chunk 1 (entropy 0.79) instead.
-  //   Found by chunk_select_fuzz (docs/hardening.md, bug 8).
-  Scores s({{1, 1.1f, 0.9f, 1.2f, 4, 2, 1, 0.5f, -3e38f, 3e38f, 0, 0}});
-  auto p = eg(Flavour::Kvpress, "0.5", 4, 1);
+  // Found by chunk_select_fuzz (docs/hardening.md, bug 8); the case and kvpress's selection: tests/support/kvpress_recorded.h.
+  const kvaudit_test_support::NaNEntropyMedianCase c;
+  Scores s({c.scores});
+  auto p = eg(Flavour::Kvpress, c.kRatio, c.kChunkLength, c.kRescueSize);
   Selection got = eg_chunkkv_select(s.view(), p);
-  EXPECT_EQ(got.kept, (std::vector<Positions>{{1, 3, 4, 5, 6, 7}}));
+  EXPECT_EQ(got.kept, (std::vector<Positions>{c.kept}));
   EXPECT_TRUE(check_admissible(s.view(), p, got).passed());
   auto stats = eg_chunk_statistics(s.view(), p);
   ASSERT_EQ(stats.size(), 3u);
   EXPECT_TRUE(std::isnan(stats[2].entropy));
-  for (const auto& c : stats) EXPECT_FALSE(c.spiky);
+  for (const auto& chunk : stats) EXPECT_FALSE(chunk.spiky);
 }
 
 TEST(OracleChunkKvpress, EgSingleTokenTailChunk) {
