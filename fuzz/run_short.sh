@@ -8,5 +8,5 @@ shift 4
 rm -rf "$scratch/corpus"
 mkdir -p "$scratch/corpus" "$scratch/artifacts"
 if [[ -d $seeds ]]; then cp -r "$seeds/." "$scratch/corpus/"; fi
-exec "$bin" "$scratch/corpus" -max_total_time="$seconds" -timeout=5 -rss_limit_mb=2048 -max_len=65536 \
-  -print_final_stats=1 -artifact_prefix="$scratch/artifacts/" "$@"
+source "$(dirname "$0")/libfuzzer_flags.sh"
+exec "$bin" "$scratch/corpus" -max_total_time="$seconds" "${libfuzzer_flags[@]}" -artifact_prefix="$scratch/artifacts/" "$@"

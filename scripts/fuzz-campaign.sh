@@ -17,6 +17,7 @@
 # produced an artifact.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+source fuzz/libfuzzer_flags.sh
 
 seconds=180 jobs=1 build=build-fuzz merge=0
 while getopts "s:j:b:m" opt; do
@@ -47,8 +48,7 @@ for h in "${harnesses[@]}"; do
   mkdir -p "$work/corpus" "$work/artifacts"
   [[ -d fuzz/corpus/$h ]] && cp -rn "fuzz/corpus/$h/." "$work/corpus/" 2>/dev/null || true
   dict=fuzz/dict/${h%_fuzz}.dict
-  args=(-max_total_time="$seconds" -timeout=5 -rss_limit_mb=2048 -max_len=65536 -print_final_stats=1
-        -artifact_prefix="$work/artifacts/")
+  args=(-max_total_time="$seconds" "${libfuzzer_flags[@]}" -artifact_prefix="$work/artifacts/")
   [[ -f $dict ]] && args+=(-dict="$dict")
   log=$work/last.log
   if [[ $jobs -gt 1 ]]; then args+=(-jobs="$jobs" -workers="$jobs"); fi
