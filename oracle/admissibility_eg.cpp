@@ -15,6 +15,8 @@
 // no search, so the checker never needs to give up.
 #include <algorithm>
 #include <limits>
+#include <optional>
+#include <type_traits>
 
 #include "oracle/admissibility_internal.h"
 
@@ -120,6 +122,78 @@ V median_with_replacement(const std::vector<V>& sorted, std::size_t removed, con
   return (lower + upper) / 2;
 }
 
+// The gate test of set_gates: is `value` >= the median of one end of every chunk's interval, with chunk `own`'s end
+// replaced by `value`? The reference sorts the ends once and reads the median by rank (median_with_replacement).
+// In double enclosures with a single middle (the lower median, or an odd count) it counts instead: `value` is >= that
+// median iff at least k = (n-1)/2 of the other ends are <= it. The ends' enclosures bracket that count (binary searches
+// over their sorted lower and upper bounds), and only ends whose enclosures overlap `value`'s are compared one by one.
+// Near-ties among the other chunks' ends cannot change the count, so they no longer send the whole check to 50 digits
+// (sorting the ends compared every pair of neighbours).
+template <class V>
+class MedianGate {
+ public:
+  MedianGate(const std::vector<IntervalOf<V>>& intervals, bool upper, MedianRule rule) : rule_(rule) {
+    for (const IntervalOf<V>& v : intervals) ends_.push_back(upper ? v.hi : v.lo);
+    const std::size_t n = ends_.size();
+    if constexpr (std::is_same_v<V, DoubleEnclosure>) {
+      counting_ = rule == MedianRule::Lower || n % 2 == 1;
+      if (counting_) {
+        for (const DoubleEnclosure& e : ends_) {
+          lows_.push_back(e.lo());
+          highs_.push_back(e.hi());
+        }
+        std::sort(lows_.begin(), lows_.end());
+        std::sort(highs_.begin(), highs_.end());
+        return;
+      }
+    }
+    std::vector<std::size_t> order(n);
+    for (std::size_t i = 0; i < n; ++i) order[i] = i;
+    // Indices, so no value is compared with itself (an enclosure cannot decide that).
+    std::sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) { return a != b && ends_[a] < ends_[b]; });
+    rank_.resize(n);
+    for (std::size_t t = 0; t < n; ++t) {
+      sorted_.push_back(ends_[order[t]]);
+      rank_[order[t]] = t;
+    }
+  }
+
+  bool at_least(Index own, const V& value) const {
+    const auto i = static_cast<std::size_t>(own);
+    if constexpr (std::is_same_v<V, DoubleEnclosure>) {
+      if (counting_) return at_least_by_count(i, value);
+    }
+    bool itself = false;
+    V m = median_with_replacement(sorted_, rank_[i], value, rule_, itself);
+    return itself || value >= m;
+  }
+
+ private:
+  bool at_least_by_count(std::size_t own, const DoubleEnclosure& value) const {
+    const std::size_t k = (ends_.size() - 1) / 2;
+    const DoubleEnclosure& mine = ends_[own];
+    auto at_most = [](const std::vector<double>& sorted, double bound) {
+      return static_cast<std::size_t>(std::upper_bound(sorted.begin(), sorted.end(), bound) - sorted.begin());
+    };
+    // Others whose end is <= value for certain (upper bound <= value's lower), and possibly (lower <= value's upper).
+    const std::size_t surely = at_most(highs_, value.lo()) - (mine.hi() <= value.lo() ? 1 : 0);
+    const std::size_t maybe = at_most(lows_, value.hi()) - (mine.lo() <= value.hi() ? 1 : 0);
+    if (surely >= k) return true;
+    if (maybe < k) return false;
+    std::size_t count = 0;
+    for (std::size_t j = 0; j < ends_.size(); ++j)
+      if (j != own && ends_[j] <= value) ++count;  // decided, or UndecidedInDouble
+    return count >= k;
+  }
+
+  MedianRule rule_;
+  std::vector<V> ends_;                // by chunk
+  std::vector<V> sorted_;              // the reference's order of the ends
+  std::vector<std::size_t> rank_;      // chunk -> its position in sorted_
+  bool counting_ = false;
+  std::vector<double> lows_, highs_;   // counting: the ends' enclosure bounds, each sorted
+};
+
 struct Failure {
   int stage = -1;  // how far the scenario got; the furthest failure is reported
   Verdict verdict;
@@ -163,33 +237,15 @@ class EgChecker {
     // A chunk's own statistic moves the median it is compared with, so its gate is possible iff it holds
     // with the chunk at one end of its interval and every other chunk at the opposite end (the median is
     // monotone in each value). With zero-width intervals this is the exact gate.
-    struct SortedEnds {
-      std::vector<V> values;
-      std::vector<std::size_t> rank;  // chunk -> its position in `values`
-    };
-    auto ends = [](const std::vector<IntervalOf<V>>& v, bool upper) {
-      auto end_of = [&](std::size_t i) -> const V& { return upper ? v[i].hi : v[i].lo; };
-      std::vector<std::size_t> order(v.size());
-      for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;
-      // Indices, so no value is compared with itself (an enclosure cannot decide that).
-      std::sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) { return a != b && end_of(a) < end_of(b); });
-      SortedEnds out;
-      out.rank.resize(v.size());
-      for (std::size_t t = 0; t < order.size(); ++t) {
-        out.values.push_back(end_of(order[t]));
-        out.rank[order[t]] = t;
-      }
-      return out;
-    };
-    SortedEnds score_lo = ends(b_.score, false), score_hi = ends(b_.score, true);
-    SortedEnds entropy_lo = ends(b_.entropy, false), entropy_hi = ends(b_.entropy, true);
+    const MedianGate<V> score_lo(b_.score, false, params_.median), score_hi(b_.score, true, params_.median);
+    std::optional<MedianGate<V>> entropy_lo, entropy_hi;  // only when the spiky gate is the median entropy
+    if (!params_.entropy_threshold) {
+      entropy_lo.emplace(b_.entropy, false, params_.median);
+      entropy_hi.emplace(b_.entropy, true, params_.median);
+    }
     // value >= median(values with chunk `own`'s replaced by `value`), and value < the same median.
-    auto at_least_median = [&](const SortedEnds& sorted, Index own, const V& value) {
-      bool itself = false;
-      V m = median_with_replacement(sorted.values, sorted.rank[static_cast<std::size_t>(own)], value, params_.median, itself);
-      return itself || value >= m;
-    };
-    auto below_median = [&](const SortedEnds& sorted, Index own, const V& value) { return !at_least_median(sorted, own, value); };
+    auto at_least_median = [](const MedianGate<V>& gate, Index own, const V& value) { return gate.at_least(own, value); };
+    auto below_median = [](const MedianGate<V>& gate, Index own, const V& value) { return !gate.at_least(own, value); };
     for (Index i = 0; i < n_chunks_; ++i) {
       const IntervalOf<V>& s = b_.score[static_cast<std::size_t>(i)];
       const IntervalOf<V>& h = b_.entropy[static_cast<std::size_t>(i)];
@@ -201,8 +257,8 @@ class EgChecker {
         p.spiky_true = h.lo < tau;  // H~_i < tau
         p.spiky_false = h.hi >= tau;
       } else {
-        p.spiky_true = below_median(entropy_hi, i, h.lo);
-        p.spiky_false = at_least_median(entropy_lo, i, h.hi);
+        p.spiky_true = below_median(*entropy_hi, i, h.lo);
+        p.spiky_false = at_least_median(*entropy_lo, i, h.hi);
       }
       poss_.push_back(p);
     }

@@ -5,8 +5,10 @@
 #pragma once
 
 #include <algorithm>
+#include <limits>
 #include <optional>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "core/verdict.h"
@@ -36,6 +38,15 @@ std::optional<TopKWitness> top_k_violation(const std::vector<IntervalOf<V>>& val
                                            const std::vector<Index>& dropped) {
   if (kept.empty() || dropped.empty()) return std::nullopt;
   auto at = [&](Index p) -> const IntervalOf<V>& { return values[static_cast<std::size_t>(p)]; };
+  if constexpr (std::is_same_v<V, DoubleEnclosure>) {
+    // Admissible for certain when every kept upper end's enclosure lies above every dropped lower end's: decided
+    // without ordering the kept (or the dropped) ends among themselves, where a near-tie would throw and cannot
+    // change the answer. Otherwise the witness search below decides, or throws.
+    double kept_floor = std::numeric_limits<double>::infinity(), dropped_ceiling = -kept_floor;
+    for (Index p : kept) kept_floor = std::min(kept_floor, at(p).hi.lo());
+    for (Index p : dropped) dropped_ceiling = std::max(dropped_ceiling, at(p).lo.hi());
+    if (kept_floor >= dropped_ceiling) return std::nullopt;
+  }
   // Lowest index among equals so messages are reproducible.
   Index weakest = *std::min_element(kept.begin(), kept.end(), [&](Index a, Index b) { return at(a).hi < at(b).hi; });
   Index strongest = *std::min_element(dropped.begin(), dropped.end(), [&](Index a, Index b) { return at(a).lo > at(b).lo; });
