@@ -124,29 +124,47 @@ V median_with_replacement(const std::vector<V>& sorted, std::size_t removed, con
 
 // The gate test of set_gates: is `value` >= the median of one end of every chunk's interval, with chunk `own`'s end
 // replaced by `value`? The reference sorts the ends once and reads the median by rank (median_with_replacement).
-// In double enclosures with a single middle (the lower median, or an odd count) it counts instead: `value` is >= that
-// median iff at least k = (n-1)/2 of the other ends are <= it. The ends' enclosures bracket that count (binary searches
-// over their sorted lower and upper bounds), and only ends whose enclosures overlap `value`'s are compared one by one.
-// Near-ties among the other chunks' ends cannot change the count, so they no longer send the whole check to 50 digits
-// (sorting the ends compared every pair of neighbours).
+// Sorting enclosures compares every pair of neighbours, and a near-tie between two other chunks, which cannot change
+// the answer, would send the whole check to 50 digits. So in double enclosures the gate is first decided from the
+// ends' enclosure bounds, each sorted as plain doubles (proofs/15_filtered_admissibility.md item 12):
+//   - a single middle (the lower median, or an odd count): `value` is >= it iff at least k = (n-1)/2 of the other
+//     ends are <= `value`; the bounds bracket that count, and only ends whose enclosures overlap `value`'s are
+//     compared one by one;
+//   - the mean of two middles: the bounds' order statistics enclose both middles, hence their mean.
+// Only a gate these leave open sorts the ends as the reference does (and may throw UndecidedInDouble).
 template <class V>
 class MedianGate {
  public:
   MedianGate(const std::vector<IntervalOf<V>>& intervals, bool upper, MedianRule rule) : rule_(rule) {
     for (const IntervalOf<V>& v : intervals) ends_.push_back(upper ? v.hi : v.lo);
-    const std::size_t n = ends_.size();
     if constexpr (std::is_same_v<V, DoubleEnclosure>) {
-      counting_ = rule == MedianRule::Lower || n % 2 == 1;
-      if (counting_) {
-        for (const DoubleEnclosure& e : ends_) {
-          lows_.push_back(e.lo());
-          highs_.push_back(e.hi());
-        }
-        std::sort(lows_.begin(), lows_.end());
-        std::sort(highs_.begin(), highs_.end());
-        return;
+      for (const DoubleEnclosure& e : ends_) {
+        lows_.push_back(e.lo());
+        highs_.push_back(e.hi());
       }
+      std::sort(lows_.begin(), lows_.end());
+      std::sort(highs_.begin(), highs_.end());
+    } else {
+      sort_ends();
     }
+  }
+
+  bool at_least(Index own, const V& value) {
+    const auto i = static_cast<std::size_t>(own);
+    if constexpr (std::is_same_v<V, DoubleEnclosure>) {
+      const bool single_middle = rule_ == MedianRule::Lower || ends_.size() % 2 == 1;
+      if (single_middle) return at_least_by_count(i, value);
+      if (const auto decided = against_middles_bracket(i, value)) return *decided;
+      if (sorted_.empty()) sort_ends();
+    }
+    bool itself = false;
+    V m = median_with_replacement(sorted_, rank_[i], value, rule_, itself);
+    return itself || value >= m;
+  }
+
+ private:
+  void sort_ends() {
+    const std::size_t n = ends_.size();
     std::vector<std::size_t> order(n);
     for (std::size_t i = 0; i < n; ++i) order[i] = i;
     // Indices, so no value is compared with itself (an enclosure cannot decide that).
@@ -158,23 +176,24 @@ class MedianGate {
     }
   }
 
-  bool at_least(Index own, const V& value) const {
-    const auto i = static_cast<std::size_t>(own);
-    if constexpr (std::is_same_v<V, DoubleEnclosure>) {
-      if (counting_) return at_least_by_count(i, value);
-    }
-    bool itself = false;
-    V m = median_with_replacement(sorted_, rank_[i], value, rule_, itself);
-    return itself || value >= m;
+  static std::size_t at_most(const std::vector<double>& sorted, double bound) {
+    return static_cast<std::size_t>(std::upper_bound(sorted.begin(), sorted.end(), bound) - sorted.begin());
   }
 
- private:
+  // The k-th smallest (from 0) of `sorted` with one element equal to `removed` replaced by `inserted`.
+  static double kth_replaced(const std::vector<double>& sorted, double removed, double inserted, std::size_t k) {
+    const auto r = static_cast<std::size_t>(std::lower_bound(sorted.begin(), sorted.end(), removed) - sorted.begin());
+    auto reduced = [&](std::size_t t) { return sorted[t < r ? t : t + 1]; };
+    auto below = static_cast<std::size_t>(std::lower_bound(sorted.begin(), sorted.end(), inserted) - sorted.begin());
+    if (r < below) --below;  // the removed element was below `inserted`
+    if (k < below) return reduced(k);
+    if (k == below) return inserted;
+    return reduced(k - 1);
+  }
+
   bool at_least_by_count(std::size_t own, const DoubleEnclosure& value) const {
     const std::size_t k = (ends_.size() - 1) / 2;
     const DoubleEnclosure& mine = ends_[own];
-    auto at_most = [](const std::vector<double>& sorted, double bound) {
-      return static_cast<std::size_t>(std::upper_bound(sorted.begin(), sorted.end(), bound) - sorted.begin());
-    };
     // Others whose end is <= value for certain (upper bound <= value's lower), and possibly (lower <= value's upper).
     const std::size_t surely = at_most(highs_, value.lo()) - (mine.hi() <= value.lo() ? 1 : 0);
     const std::size_t maybe = at_most(lows_, value.hi()) - (mine.lo() <= value.hi() ? 1 : 0);
@@ -186,12 +205,25 @@ class MedianGate {
     return count >= k;
   }
 
+  // value >= (k-th + (k+1)-th smallest) / 2, n even, when the enclosure of that mean decides it.
+  std::optional<bool> against_middles_bracket(std::size_t own, const DoubleEnclosure& value) const {
+    const std::size_t k = (ends_.size() - 1) / 2;
+    const DoubleEnclosure& mine = ends_[own];
+    auto middle = [&](std::size_t rank) {
+      return DoubleEnclosure::between(kth_replaced(lows_, mine.lo(), value.lo(), rank),
+                                      kth_replaced(highs_, mine.hi(), value.hi(), rank));
+    };
+    const DoubleEnclosure m = (middle(k) + middle(k + 1)) / DoubleEnclosure(2.0);
+    if (value.lo() >= m.hi()) return true;
+    if (value.hi() < m.lo()) return false;
+    return std::nullopt;
+  }
+
   MedianRule rule_;
-  std::vector<V> ends_;                // by chunk
-  std::vector<V> sorted_;              // the reference's order of the ends
-  std::vector<std::size_t> rank_;      // chunk -> its position in sorted_
-  bool counting_ = false;
-  std::vector<double> lows_, highs_;   // counting: the ends' enclosure bounds, each sorted
+  std::vector<V> ends_;               // by chunk
+  std::vector<V> sorted_;             // the reference's order of the ends (in double: built only if needed)
+  std::vector<std::size_t> rank_;     // chunk -> its position in sorted_
+  std::vector<double> lows_, highs_;  // double enclosures: the ends' bounds, each sorted
 };
 
 struct Failure {
@@ -237,15 +269,15 @@ class EgChecker {
     // A chunk's own statistic moves the median it is compared with, so its gate is possible iff it holds
     // with the chunk at one end of its interval and every other chunk at the opposite end (the median is
     // monotone in each value). With zero-width intervals this is the exact gate.
-    const MedianGate<V> score_lo(b_.score, false, params_.median), score_hi(b_.score, true, params_.median);
+    MedianGate<V> score_lo(b_.score, false, params_.median), score_hi(b_.score, true, params_.median);
     std::optional<MedianGate<V>> entropy_lo, entropy_hi;  // only when the spiky gate is the median entropy
     if (!params_.entropy_threshold) {
       entropy_lo.emplace(b_.entropy, false, params_.median);
       entropy_hi.emplace(b_.entropy, true, params_.median);
     }
     // value >= median(values with chunk `own`'s replaced by `value`), and value < the same median.
-    auto at_least_median = [](const MedianGate<V>& gate, Index own, const V& value) { return gate.at_least(own, value); };
-    auto below_median = [](const MedianGate<V>& gate, Index own, const V& value) { return !gate.at_least(own, value); };
+    auto at_least_median = [](MedianGate<V>& gate, Index own, const V& value) { return gate.at_least(own, value); };
+    auto below_median = [](MedianGate<V>& gate, Index own, const V& value) { return !gate.at_least(own, value); };
     for (Index i = 0; i < n_chunks_; ++i) {
       const IntervalOf<V>& s = b_.score[static_cast<std::size_t>(i)];
       const IntervalOf<V>& h = b_.entropy[static_cast<std::size_t>(i)];
