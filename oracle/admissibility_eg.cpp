@@ -85,6 +85,20 @@ bool counts_feasible(const std::vector<Choice>& choices, const std::vector<Possi
 bool same_value(const Real& a, const Real& b) { return a == b; }
 bool same_value(const DoubleEnclosure& a, const DoubleEnclosure& b) { return known_equal(a, b); }
 
+// The smaller / larger of two values where only the value matters, not which one it is. A decided comparison
+// returns the chosen value, tie key included; in double enclosures an undecided one returns their hull (lesser /
+// greater: an enclosure of the 50-digit min / max without a key) instead of throwing.
+const Real& smaller(const Real& a, const Real& b) { return b < a ? b : a; }
+const Real& larger(const Real& a, const Real& b) { return a < b ? b : a; }
+DoubleEnclosure smaller(const DoubleEnclosure& a, const DoubleEnclosure& b) {
+  if (const auto d = decide_less(b, a)) return *d ? b : a;
+  return lesser(a, b);
+}
+DoubleEnclosure larger(const DoubleEnclosure& a, const DoubleEnclosure& b) {
+  if (const auto d = decide_less(a, b)) return *d ? b : a;
+  return greater(a, b);
+}
+
 // The k-th smallest of `sorted` after its element at `removed` is replaced by `replacement`, in O(log n).
 // `is_replacement` says whether the answer is the replacement itself.
 template <class V>
@@ -248,10 +262,10 @@ class EgChecker {
 
   Verdict run() {
     if (auto v = token_choice()) return *v;
-    Failure b = scenario_no_top_up();
-    if (b.stage < 0) return Verdict::conforms();
-    Failure a = scenario_top_up();
-    if (a.stage < 0) return Verdict::conforms();
+    // Decided first without messages: a message names the chunks at the extremes, and in double enclosures finding
+    // them takes comparisons the verdict does not need (which may be undecided).
+    if (scenario_no_top_up(false).stage < 0 || scenario_top_up(false).stage < 0) return Verdict::conforms();
+    Failure b = scenario_no_top_up(true), a = scenario_top_up(true);
     bool all_visited = std::all_of(kept_.begin(), kept_.end(), [](Index k) { return k > 0; });
     bool topped_up = false;
     for (Index i = 0; i < n_chunks_; ++i) topped_up |= kept_[i] < size(i) && kept_[i] > r_;
@@ -339,11 +353,12 @@ class EgChecker {
                                                 std::to_string(r_) + ", and another chunk is where the budget ran out");
   }
 
-  Failure scenario_no_top_up() const {
+  // `explain`: build the failure messages (else only the stages are right).
+  Failure scenario_no_top_up(bool explain) const {
     std::vector<Choice> middle(static_cast<std::size_t>(n_chunks_)), last(static_cast<std::size_t>(n_chunks_));
-    std::vector<Index> visited, cannot_be_middle;
-    V max_lo_unvisited(-std::numeric_limits<double>::infinity());
-    Index strongest_unvisited = -1;
+    std::vector<Index> visited, unvisited, cannot_be_middle;
+    const V none_below(-std::numeric_limits<double>::infinity()), none_above(std::numeric_limits<double>::infinity());
+    V max_lo_unvisited = none_below;
     for (Index i = 0; i < n_chunks_; ++i) {
       const Possible& p = poss_[static_cast<std::size_t>(i)];
       Index k = kept_[i], n = size(i);
@@ -351,11 +366,8 @@ class EgChecker {
       Choice& end = last[static_cast<std::size_t>(i)];
       if (k == 0) {  // unvisited: its gates are free as far as the claim goes
         mid = end = {p.gated(), p.plain(), false};
-        const IntervalOf<V>& s = b_.score[static_cast<std::size_t>(i)];
-        if (strongest_unvisited < 0 || s.lo > max_lo_unvisited) {
-          max_lo_unvisited = s.lo;
-          strongest_unvisited = i;
-        }
+        max_lo_unvisited = larger(max_lo_unvisited, b_.score[static_cast<std::size_t>(i)].lo);
+        unvisited.push_back(i);
         continue;
       }
       visited.push_back(i);
@@ -364,64 +376,84 @@ class EgChecker {
       if (!mid.gated_ok && !mid.plain_ok) cannot_be_middle.push_back(i);
     }
     Failure worst{0, Verdict::violates("whole-chunk", "no chunk can be the one where the budget ran out")};
-    auto note = [&](int stage, Verdict v) {
-      if (stage > worst.stage) worst = {stage, std::move(v)};
+    auto note = [&](int stage, auto&& message) {
+      if (stage > worst.stage) worst = {stage, explain ? message() : Verdict::violates("", "")};
     };
     if (cannot_be_middle.size() >= 2) {
       // Only one chunk can be where the budget ran out; blame the higher-scoring one.
-      Index blame = cannot_be_middle[0];
-      for (Index i : cannot_be_middle)
-        if (b_.score[static_cast<std::size_t>(i)].lo > b_.score[static_cast<std::size_t>(blame)].lo) blame = i;
-      note(1, not_middle_reason(blame));
+      note(1, [&] {
+        Index blame = cannot_be_middle[0];
+        for (Index i : cannot_be_middle)
+          if (b_.score[static_cast<std::size_t>(i)].lo > b_.score[static_cast<std::size_t>(blame)].lo) blame = i;
+        return not_middle_reason(blame);
+      });
       return worst;
     }
     std::vector<Index> candidates = cannot_be_middle.empty() ? visited : cannot_be_middle;
-    // The two smallest upper ends among visited chunks, to get min over visited \ {m} in O(1).
-    Index weakest = -1, second = -1;
-    for (Index i : visited) {
-      const V& hi = b_.score[static_cast<std::size_t>(i)].hi;
-      if (weakest < 0 || hi < b_.score[static_cast<std::size_t>(weakest)].hi) {
-        second = weakest;
-        weakest = i;
-      } else if (second < 0 || hi < b_.score[static_cast<std::size_t>(second)].hi) {
-        second = i;
-      }
-    }
+    // min over visited \ {m} of the upper ends, from prefix and suffix minima over `visited` (by the value alone, so
+    // near-ties among the other visited chunks cannot throw).
+    const std::size_t n_visited = visited.size();
+    std::vector<V> min_hi_before(n_visited + 1, none_above), min_hi_after(n_visited + 1, none_above);
+    for (std::size_t t = 0; t < n_visited; ++t)
+      min_hi_before[t + 1] = smaller(min_hi_before[t], b_.score[static_cast<std::size_t>(visited[t])].hi);
+    for (std::size_t t = n_visited; t-- > 0;)
+      min_hi_after[t] = smaller(min_hi_after[t + 1], b_.score[static_cast<std::size_t>(visited[t])].hi);
+    // Which chunks those extremes are, for the messages: the weakest other visited chunk, the strongest unvisited one.
+    auto weakest_visited_except = [&](Index m) {
+      Index weakest = -1;
+      for (Index i : visited)
+        if (i != m && (weakest < 0 || b_.score[static_cast<std::size_t>(i)].hi < b_.score[static_cast<std::size_t>(weakest)].hi))
+          weakest = i;
+      return weakest;
+    };
+    auto strongest_unvisited = [&] {
+      Index strongest = -1;
+      for (Index i : unvisited)
+        if (strongest < 0 || b_.score[static_cast<std::size_t>(i)].lo > b_.score[static_cast<std::size_t>(strongest)].lo)
+          strongest = i;
+      return strongest;
+    };
     for (Index m : candidates) {
       const Choice& end = last[static_cast<std::size_t>(m)];
       if (!end.gated_ok && !end.plain_ok) {
-        note(2, Verdict::violates("rescue", name(m) + " is important-and-spiky but keeps " + std::to_string(kept_[m]) + " > " +
-                                                std::to_string(std::min(size(m), r_)) + " positions"));
+        note(2, [&] {
+          return Verdict::violates("rescue", name(m) + " is important-and-spiky but keeps " + std::to_string(kept_[m]) +
+                                                 " > " + std::to_string(std::min(size(m), r_)) + " positions");
+        });
         continue;
       }
       // Order: visited \ {m} >= m >= unvisited for some values inside the intervals.
       const IntervalOf<V>& sm = b_.score[static_cast<std::size_t>(m)];
-      Index above = weakest == m ? second : weakest;  // the weakest other visited chunk
-      V lo = std::max(sm.lo, max_lo_unvisited);
-      V hi = above >= 0 ? std::min(sm.hi, b_.score[static_cast<std::size_t>(above)].hi) : sm.hi;
+      const auto at = static_cast<std::size_t>(std::lower_bound(visited.begin(), visited.end(), m) - visited.begin());
+      V lo = larger(sm.lo, max_lo_unvisited);
+      V hi = smaller(sm.hi, smaller(min_hi_before[at], min_hi_after[at + 1]));
       if (lo > hi) {
-        Index kept_chunk = above >= 0 && b_.score[static_cast<std::size_t>(above)].hi < sm.hi ? above : m;
-        if (strongest_unvisited >= 0 && max_lo_unvisited > b_.score[static_cast<std::size_t>(kept_chunk)].hi) {
-          note(3, Verdict::violates("chunk-order", "dropped " + name(strongest_unvisited) + " (mean " +
-                                                       show_interval(b_.score[static_cast<std::size_t>(strongest_unvisited)]) +
-                                                       ") outranks visited " + name(kept_chunk) + " (mean " +
-                                                       show_interval(b_.score[static_cast<std::size_t>(kept_chunk)]) + ")"));
-        } else {
-          note(3, Verdict::violates("chunk-order", name(m) + " (mean " + show_interval(sm) + ") keeps " +
-                                                       std::to_string(kept_[m]) + " of " + std::to_string(size(m)) +
-                                                       " positions as if the budget ran out there, but it ranks above visited " +
-                                                       name(above) + " (mean " +
-                                                       show_interval(b_.score[static_cast<std::size_t>(above)]) + ")"));
-        }
+        note(3, [&] {
+          Index above = weakest_visited_except(m);
+          Index kept_chunk = above >= 0 && b_.score[static_cast<std::size_t>(above)].hi < sm.hi ? above : m;
+          Index strongest = strongest_unvisited();
+          if (strongest >= 0 && b_.score[static_cast<std::size_t>(strongest)].lo > b_.score[static_cast<std::size_t>(kept_chunk)].hi)
+            return Verdict::violates("chunk-order", "dropped " + name(strongest) + " (mean " +
+                                                        show_interval(b_.score[static_cast<std::size_t>(strongest)]) +
+                                                        ") outranks visited " + name(kept_chunk) + " (mean " +
+                                                        show_interval(b_.score[static_cast<std::size_t>(kept_chunk)]) + ")");
+          return Verdict::violates("chunk-order", name(m) + " (mean " + show_interval(sm) + ") keeps " +
+                                                      std::to_string(kept_[m]) + " of " + std::to_string(size(m)) +
+                                                      " positions as if the budget ran out there, but it ranks above visited " +
+                                                      name(above) + " (mean " +
+                                                      show_interval(b_.score[static_cast<std::size_t>(above)]) + ")");
+        });
         continue;
       }
       std::vector<Choice> choices = middle;
       choices[static_cast<std::size_t>(m)] = end;
       if (!counts_feasible(choices, poss_, min_important_, max_spiky_, false)) {
-        note(4, Verdict::violates("rescue", "no assignment of the important / spiky gates fits the claim and the medians (at least " +
-                                                std::to_string(min_important_) + " important chunks, at most " +
-                                                std::to_string(max_spiky_) + " spiky), with " + name(m) +
-                                                " as the chunk where the budget ran out"));
+        note(4, [&] {
+          return Verdict::violates("rescue", "no assignment of the important / spiky gates fits the claim and the medians "
+                                             "(at least " + std::to_string(min_important_) + " important chunks, at most " +
+                                                 std::to_string(max_spiky_) + " spiky), with " + name(m) +
+                                                 " as the chunk where the budget ran out");
+        });
         continue;
       }
       return {-1, Verdict::conforms()};
@@ -434,32 +466,45 @@ class EgChecker {
   bool rescue_then_top_up_ok(Index i, const V& max_dropped_lo) const {
     std::vector<Index> kept = positions(i, true), dropped = positions(i, false);
     auto x = [&](Index p) -> const IntervalOf<V>& { return b_.x[static_cast<std::size_t>(p)]; };
-    for (Index cand : kept) {
+    auto cut_at = [&](Index cand) {
       const V& t = x(cand).hi;  // t = min over W of the upper ends
       bool dropped_below = std::all_of(dropped.begin(), dropped.end(), [&](Index d) { return x(d).lo <= t; });
-      if (!dropped_below) continue;
+      if (!dropped_below) return false;
       Index must = 0, can = 0;
       bool conflict = false;
       for (Index p : kept) {
-        bool in_w_possible = x(p).hi >= t;
+        bool in_w_possible = p == cand || x(p).hi >= t;  // t itself: no comparison of a value with itself
         bool must_be_in_w = x(p).lo > t || x(p).hi < max_dropped_lo;  // above the cut, or too weak for the top-up
         if (must_be_in_w && !in_w_possible) conflict = true;
         must += must_be_in_w ? 1 : 0;
         can += in_w_possible ? 1 : 0;
       }
-      if (!conflict && must <= r_ && r_ <= can) return true;
+      return !conflict && must <= r_ && r_ <= can;
+    };
+    // Some candidate works: one decided in double settles it even if another's comparisons are undecided.
+    bool undecided = false;
+    for (Index cand : kept) {
+      try {
+        if (cut_at(cand)) return true;
+      } catch (const UndecidedInDouble&) {
+        undecided = true;
+      }
     }
+    if (undecided) throw UndecidedInDouble();
     return false;
   }
 
-  Failure scenario_top_up() const {
-    V max_dropped_lo(-std::numeric_limits<double>::infinity());
-    Index strongest_dropped = -1;
+  Failure scenario_top_up(bool explain) const {
+    V max_dropped_lo(-std::numeric_limits<double>::infinity());  // the value only (larger); which one, for a message
     for (std::size_t j = 0; j < keep_.size(); ++j)
-      if (!keep_[j] && (strongest_dropped < 0 || b_.x[j].lo > max_dropped_lo)) {
-        max_dropped_lo = b_.x[j].lo;
-        strongest_dropped = static_cast<Index>(j);
-      }
+      if (!keep_[j]) max_dropped_lo = larger(max_dropped_lo, b_.x[j].lo);
+    auto strongest_dropped = [&] {
+      Index strongest = -1;
+      for (std::size_t j = 0; j < keep_.size(); ++j)
+        if (!keep_[j] && (strongest < 0 || b_.x[j].lo > b_.x[static_cast<std::size_t>(strongest)].lo))
+          strongest = static_cast<Index>(j);
+      return strongest;
+    };
     std::vector<Choice> choices(static_cast<std::size_t>(n_chunks_));
     for (Index i = 0; i < n_chunks_; ++i) {
       const Possible& p = poss_[static_cast<std::size_t>(i)];
@@ -474,12 +519,13 @@ class EgChecker {
           return {2, Verdict::violates("rescue", name(i) + " keeps " + std::to_string(k) + " < rescue size " + std::to_string(r_) +
                                                      " positions although budget remained for the top-up")};
         if (!rescue_then_top_up_ok(i, max_dropped_lo)) {
+          if (!explain) return {3, Verdict::violates("", "")};
           std::vector<Index> kept = positions(i, true);
           Index weakest = *std::min_element(kept.begin(), kept.end(), [&](Index a, Index c) {
             return b_.x[static_cast<std::size_t>(a)].hi < b_.x[static_cast<std::size_t>(c)].hi;
           });
           return {3, Verdict::violates("top-up", name(i) + ": beyond its top " + std::to_string(r_) + ", kept " + token(weakest) +
-                                                     " cannot be a top-up pick: dropped " + token(strongest_dropped) +
+                                                     " cannot be a top-up pick: dropped " + token(strongest_dropped()) +
                                                      " ranks above it")};
         }
         choices[static_cast<std::size_t>(i)] = {true, false, k > r_};
