@@ -28,15 +28,35 @@ template <class V>
 V gate_median(const std::vector<V>& values, MedianRule rule) {
   return detail::median_of(values, rule);
 }
+// Only the statistics whose enclosures can hold a middle are sorted: the middles lie between the same order
+// statistics of the enclosures' lower and upper ends, so a near-tie elsewhere computes no 50-digit value
+// (proofs/15_filtered_admissibility.md, "Filtered canonical selection", item 5).
 // Equal middles (a shared tie key, or equal points) average to the middle itself ((a + a) / 2 = a in binary floating
 // point, 50 digits included), kept with its tie key so that chunks tied with it decide in double.
-detail::LazyStatistic gate_median(std::vector<detail::LazyStatistic> values, MedianRule rule) {
-  std::sort(values.begin(), values.end());
-  const std::size_t lower = (values.size() - 1) / 2;
-  if (rule == MedianRule::Lower || values.size() % 2 == 1 ||
-      detail::known_equal(values[lower].enclosure(), values[lower + 1].enclosure()))
-    return values[lower];
-  return detail::LazyStatistic::mean_of(values[lower], values[lower + 1]);
+detail::LazyStatistic gate_median(const std::vector<detail::LazyStatistic>& values, MedianRule rule) {
+  const std::size_t n = values.size(), lower = (n - 1) / 2;
+  const bool two_middles = rule != MedianRule::Lower && n % 2 == 0;
+  const std::size_t upper = two_middles ? lower + 1 : lower;
+  std::vector<double> lows, highs;
+  for (const auto& v : values) {
+    lows.push_back(v.enclosure().lo());
+    highs.push_back(v.enclosure().hi());
+  }
+  std::nth_element(lows.begin(), lows.begin() + static_cast<std::ptrdiff_t>(lower), lows.end());
+  std::nth_element(highs.begin(), highs.begin() + static_cast<std::ptrdiff_t>(upper), highs.end());
+  const double floor = lows[lower], ceiling = highs[upper];  // lower middle >= floor, upper middle <= ceiling
+  std::size_t below = 0;  // statistics below every middle for certain
+  std::vector<detail::LazyStatistic> candidates;
+  for (const auto& v : values) {
+    if (v.enclosure().hi() < floor) ++below;
+    else if (!(v.enclosure().lo() > ceiling)) candidates.push_back(v);
+  }
+  std::sort(candidates.begin(), candidates.end());
+  const detail::LazyStatistic& a = candidates[lower - below];
+  if (!two_middles) return a;
+  const detail::LazyStatistic& b = candidates[upper - below];
+  if (detail::known_equal(a.enclosure(), b.enclosure())) return a;
+  return detail::LazyStatistic::mean_of(a, b);
 }
 
 template <class V>
