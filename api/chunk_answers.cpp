@@ -85,16 +85,8 @@ nlohmann::json select_answer(const SelectorParams& p, const ScoreFile& f, const 
 
 Answer check_answer(const SelectorParams& p, const ScoreFile& f, const Selection& claimed, std::optional<bool> canonical_first,
                     std::optional<Selection>* canonical) {
-  Verdict v;
-  bool decided = false;
-  if (canonical_first.value_or(p.flavour == Flavour::Kvpress)) {
-    Selection c = oracle::select(f.view(), p);
-    decided = c.kept == audit::normalize_chunk_claim(claimed, f.view(), p).kept;
-    if (decided) v = Verdict::conforms();
-    if (canonical) *canonical = std::move(c);
-  }
   oracle::ArithmeticCounts counts;
-  if (!decided) v = audit::check_chunk_claim(f.view(), p, claimed, &counts);
+  const Verdict v = audit::check_chunk_claim(f.view(), p, claimed, {canonical_first, &counts, canonical});
   Answer a;
   a.verdict = v.kind;
   a.body = describe_params(p, f);

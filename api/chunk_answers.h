@@ -36,10 +36,8 @@ Index declared_token_budget(const SelectorParams& p, Index tokens);
 // `select`: what the optimized selector keeps.
 nlohmann::json select_answer(const SelectorParams& p, const ScoreFile& f, const Selection& sel);
 
-// `check`: is `claimed` admissible? The one chunk checker (audit/chunk_check.h), mistakes named. canonical_first: accept a claim equal
-// to the oracle's canonical selection without the procedure (sound: the canonical selection is a spec output);
-// default on for the kvpress flavour, whose canonical selection costs microseconds. `canonical` receives it
-// when it was computed.
+// `check`: is `claimed` admissible? The one chunk checker (audit/chunk_check.h), mistakes named; canonical_first and
+// `canonical` as audit::ChunkClaimOptions has them (default: the canonical selection first for the kvpress flavour).
 Answer check_answer(const SelectorParams& p, const ScoreFile& f, const Selection& claimed, std::optional<bool> canonical_first,
                     std::optional<Selection>* canonical = nullptr);
 

@@ -3,6 +3,7 @@
 #include "audit/chunk_check.h"
 
 #include <algorithm>
+#include <optional>
 #include <stdexcept>
 
 #include "audit/conform/conform_case.h"
@@ -180,12 +181,29 @@ Selection normalize_chunk_claim(Selection claim, const HeadScores& scores, const
 }
 
 Verdict check_chunk_claim(const HeadScores& scores, const SelectorParams& params, const Selection& claim,
-                          oracle::ArithmeticCounts* counts) {
+                          const ChunkClaimOptions& options) {
   const ConformCase c = case_of(scores, params);
   const Selection answer = normalize_form(claim, c);
-  oracle::AdmissibilityOptions options;
-  options.counts = counts;
-  Verdict v = oracle::check_admissible(scores, params, answer, options);
+  // Equal to the canonical selection is a sound reason to conform (it is a spec output), tested first or, where
+  // the admissibility procedure cannot decide (a float32 evaluation that may overflow), last.
+  bool canonical_known = false;
+  auto is_canonical = [&] {
+    std::optional<Selection> canonical;
+    try {
+      canonical = oracle::select(scores, params);
+    } catch (const std::invalid_argument&) {
+      // Parameters or scores the flavour rejects: the admissibility check says which (Unsupported).
+    }
+    canonical_known = true;
+    const bool equal = canonical && canonical->kept == answer.kept;
+    if (options.canonical) *options.canonical = std::move(canonical);
+    return equal;
+  };
+  if (options.canonical_first.value_or(params.flavour == Flavour::Kvpress) && is_canonical()) return Verdict::conforms();
+  oracle::AdmissibilityOptions admissibility;
+  admissibility.counts = options.counts;
+  Verdict v = oracle::check_admissible(scores, params, answer, admissibility);
+  if (v.kind == VerdictKind::Inconclusive && !canonical_known && is_canonical()) return Verdict::conforms();
   if (v.kind == VerdictKind::Violates) v = name_chunk_mistake(c, answer, std::move(v));
   return v;
 }

@@ -4,6 +4,8 @@
 // no-partial-chunk, heads-max, heads-first, median-mean, budget-off-by-one).
 #pragma once
 
+#include <optional>
+
 #include "core/types.h"
 #include "core/verdict.h"
 #include "oracle/chunk_selection.h"
@@ -14,10 +16,22 @@ namespace kvaudit::audit {
 // expects (per-head lists exactly where kvpress keeps per-head sets), lists that differ never merged.
 Selection normalize_chunk_claim(Selection claim, const HeadScores& scores, const SelectorParams& params);
 
+struct ChunkClaimOptions {
+  // A claim equal to the oracle's canonical selection conforms (sound: the canonical selection is a spec output).
+  // First: test that before the admissibility procedure (default: for the kvpress flavour, whose canonical selection
+  // costs microseconds). Otherwise it is tested only where the procedure is inconclusive (a float32 evaluation that
+  // may overflow), so the verdict is the same either way.
+  std::optional<bool> canonical_first;
+  // Records whether the admissibility decision was made in double or fell back to 50 digits (the what-if checks
+  // naming a mistake are not counted; nothing when the claim was the canonical selection).
+  oracle::ArithmeticCounts* counts = nullptr;
+  // Receives the canonical selection when it was computed.
+  std::optional<Selection>* canonical = nullptr;
+};
+
 // Normalizes the claim's form, decides admissibility, names the mistake. Throws std::invalid_argument for
-// parameters the oracle rejects. `counts`, when set, records whether the admissibility decision was made in
-// double or fell back to 50 digits (oracle::ArithmeticCounts; the what-if checks naming a mistake are not counted).
+// parameters the oracle rejects.
 Verdict check_chunk_claim(const HeadScores& scores, const SelectorParams& params, const Selection& claim,
-                          oracle::ArithmeticCounts* counts = nullptr);
+                          const ChunkClaimOptions& options = {});
 
 }  // namespace kvaudit::audit

@@ -1,6 +1,8 @@
 // The admissibility checker's staged checks (shape -> range -> unique -> order -> budget -> rules) and
 // ChunkKV's rules (boundary, whole-chunk, chunk-order, per-head / shared fallback top-k).
 #include <algorithm>
+#include <limits>
+#include <optional>
 #include <sstream>
 
 #include "oracle/admissibility_internal.h"
@@ -133,6 +135,35 @@ Verdict chunkkv_rules(const HeadScores& scores, const SelectorParams& params, co
                                               " (mean " + detail::show_interval(bounds.score[static_cast<std::size_t>(w->kept)]) + ")");
 }
 
+// The float32 tolerance model (admissibility_bounds.h) bounds the rounding of finite evaluations. Where some order of
+// evaluation may reach float32's largest value, an implementation's head sums, chunk means or entropies may be inf
+// or NaN, which the model does not cover: the judgement is then inconclusive, never a violation it cannot back (nor a
+// pass). Every partial sum of a chunk's head sums is at most A_i = sum of the chunk's masses sum_h |s_hj|, and of
+// EG-ChunkKV's rebased sum at most A_i + n_i max_j mass_j (rebasing adds at most the largest magnitude to each value);
+// each is widened by 2 gamma(H + n_i + 6) for the roundings on the way (found by chunk_oracle_fuzz: kvpress's own
+// ChunkKV selection was rejected where two chunk sums overflowed to inf and tied; docs/hardening.md).
+std::optional<Verdict> float32_overflow(const HeadScores& scores, const SelectorParams& params, bool rebased) {
+  constexpr double kUnit = 0x1p-24;
+  const std::vector<double> mass = detail::abs_head_sums(scores);
+  for (const detail::Chunk& c : detail::chunk_layout(scores.tokens, params.chunk_length)) {
+    double total = 0, largest = 0;
+    for (Index j = c.begin; j < c.end; ++j) {
+      total += mass[static_cast<std::size_t>(j)];
+      largest = std::max(largest, mass[static_cast<std::size_t>(j)]);
+    }
+    const double ku = static_cast<double>(scores.heads + c.size() + 6) * kUnit;
+    const double widen = ku < 0.5 ? 1.0 + 2.0 * ku / (1.0 - ku) + 1e-12 : 3.0;
+    const double reach = (rebased ? total + static_cast<double>(c.size()) * largest : total) * widen;
+    if (reach >= std::numeric_limits<float>::max())
+      return Verdict{VerdictKind::Inconclusive, "float32-overflow",
+                     "the float32 evaluation may overflow: chunk " + std::to_string(c.begin / params.chunk_length) + " [" +
+                         std::to_string(c.begin) + ", " + std::to_string(c.end) + ") sums magnitudes up to " +
+                         detail::show(detail::Real(reach)) +
+                         " (float32 max 3.40282347e+38), and the float32 tolerance model covers finite evaluations only"};
+  }
+  return std::nullopt;
+}
+
 // The rules, filtered: decided in double enclosures when every comparison they make can be, else in
 // 50 digits (the naive reference, which Arithmetic::Reference50Digit always uses).
 template <class Rules>
@@ -215,6 +246,8 @@ Verdict check_admissible(const HeadScores& scores, const SelectorParams& params,
                                                     : std::to_string(budget.min_tokens) + " (partial chunk kept) or " +
                                                           std::to_string(budget.max_tokens)));
     }
+    if (options.rounding == Rounding::Float32Evaluation && !detail::ratio_is_zero(params) && !(budget.fallback && per_head))
+      if (auto v = float32_overflow(scores, params, /*rebased=*/false)) return *v;
     return rule_stage(options, [&]<class V>() { return chunkkv_rules<V>(scores, params, claimed, budget, options.rounding, per_head); });
   }
   Index budget_tokens = std::min(options.budget.value_or(detail::eg_token_budget(scores.tokens, params)), scores.tokens);
@@ -222,6 +255,8 @@ Verdict check_admissible(const HeadScores& scores, const SelectorParams& params,
   if (n != budget_tokens)
     return Verdict::violates("budget", "kept " + std::to_string(n) + " positions, budget is " + std::to_string(budget_tokens));
   if (budget_tokens == scores.tokens) return Verdict::conforms();
+  if (options.rounding == Rounding::Float32Evaluation)
+    if (auto v = float32_overflow(scores, params, /*rebased=*/true)) return *v;
   std::vector<bool> keep(static_cast<std::size_t>(scores.tokens), false);
   for (Index p : claimed.kept[0]) keep[static_cast<std::size_t>(p)] = true;
   return rule_stage(options, [&]<class V>() {

@@ -149,6 +149,17 @@ def test_check_equals_cli(cli, method, shape, ratio, c, r, flavour):
         assert "violates" in seen, "the mutants must be caught"
 
 
+def test_overflowing_float32_sums_get_the_same_verdict_either_way():
+    # ChunkKVPress (kvpress 0.5.5, run through tools/adapters/kvpress_adapter.py) keeps [0, 1]: the float32 sums of
+    # chunks 0 and 1 both overflow to inf and tie. The float32 tolerance model cannot judge that; equality with the
+    # canonical selection (the released code's arithmetic) can, whether tested first or after the procedure.
+    scores = np.array([[2e38, 2e38, 3e38, 3e38, 1, 1]], dtype=np.float32)
+    for first in (None, True, False):
+        assert kvaudit.check("chunkkv", scores, [0, 1], "0.6", chunk_length=2, canonical_first=first).status == "conforms"
+        v = kvaudit.check("chunkkv", scores, [2, 3], "0.6", chunk_length=2, canonical_first=first)
+        assert v.status == "inconclusive" and not v and "may overflow" in v.message
+
+
 def test_verdict_truthiness_and_fields():
     scores = np.arange(40, dtype=np.float32)
     good = kvaudit.check("eg-chunkkv", scores, kvaudit.select("eg-chunkkv", scores, "0.5"), "0.5")

@@ -19,4 +19,14 @@ struct NaNEntropyMedianCase {
   const kvaudit::Positions kept = {1, 3, 4, 5, 6, 7};
 };
 
+// ChunkKVPress, one head, chunk_length 2, compression_ratio 0.6 (int(3 * 0.4) = 1 chunk kept). The float32 sums of
+// chunks 0 and 1 both overflow to inf and tie, and kvpress keeps chunk 0; exactly, chunk 1's mean (3e38) is above
+// chunk 0's (2e38). The float32 tolerance model cannot judge such an evaluation (docs/hardening.md, "Fuzzing").
+struct OverflowingChunkMeansCase {
+  static constexpr const char* kRatio = "0.6";
+  static constexpr kvaudit::Index kChunkLength = 2;
+  const std::vector<float> scores = {2e38f, 2e38f, 3e38f, 3e38f, 1, 1};
+  const kvaudit::Positions kept = {0, 1};
+};
+
 }  // namespace kvaudit_test_support

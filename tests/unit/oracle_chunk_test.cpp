@@ -143,11 +143,29 @@ TEST(OracleChunkKvpress, EgOverflowingChunkMakesTheEntropyMedianNaN) {
   auto p = eg(Flavour::Kvpress, c.kRatio, c.kChunkLength, c.kRescueSize);
   Selection got = eg_chunkkv_select(s.view(), p);
   EXPECT_EQ(got.kept, (std::vector<Positions>{c.kept}));
-  EXPECT_TRUE(check_admissible(s.view(), p, got).passed());
+  // The rebased float32 sum of chunk 2 overflows: outside the float32 tolerance model, so not a verdict either way.
+  EXPECT_EQ(check_admissible(s.view(), p, got).kind, VerdictKind::Inconclusive);
   auto stats = eg_chunk_statistics(s.view(), p);
   ASSERT_EQ(stats.size(), 3u);
   EXPECT_TRUE(std::isnan(stats[2].entropy));
   for (const auto& chunk : stats) EXPECT_FALSE(chunk.spiky);
+}
+
+TEST(OracleChunkAdmissible, Float32OverflowIsInconclusiveNotAViolation) {
+  // Found by chunk_oracle_fuzz; the case and kvpress's selection: tests/support/kvpress_recorded.h.
+  const kvaudit_test_support::OverflowingChunkMeansCase c;
+  Scores s({c.scores});
+  auto p = chunkkv(Flavour::Kvpress, c.kRatio, c.kChunkLength);
+  EXPECT_EQ(chunkkv_select(s.view(), p).kept, (std::vector<Positions>{c.kept}));
+  for (const Positions& claim : {c.kept, Positions{2, 3}}) {
+    const Verdict v = check_admissible(s.view(), p, Selection{{claim}});
+    EXPECT_EQ(v.kind, VerdictKind::Inconclusive) << v.message;
+    EXPECT_NE(v.message.find("may overflow"), std::string::npos) << v.message;
+  }
+  // With exact ties only nothing is evaluated in float32: chunk 1's exact mean decides.
+  const AdmissibilityOptions exact{Rounding::ExactOnly};
+  EXPECT_TRUE(check_admissible(s.view(), p, Selection{{Positions{2, 3}}}, exact).passed());
+  EXPECT_EQ(check_admissible(s.view(), p, Selection{{c.kept}}, exact).rule, "chunk-order");
 }
 
 TEST(OracleChunkKvpress, EgSingleTokenTailChunk) {
