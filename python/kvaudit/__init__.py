@@ -114,9 +114,11 @@ def check(method, scores, kept, compression_ratio, *, chunk_length=None, rescue_
     ``Verdict``; ``bool(verdict)`` is True only for "conforms" (inconclusive never passes).
 
     ``canonical_first``: accept a claim equal to the oracle's canonical selection (ties toward the lower index, a
-    spec output by definition) without running the admissibility procedure; any other claim is judged by it, as
-    the CLI judges every claim. None (default): on for the kvpress flavour (its canonical selection costs
-    microseconds, the full procedure milliseconds), off for the exact flavour. The verdict is the same either way.
+    spec output by definition) without running the admissibility procedure; any other claim is judged by it. When
+    off, the canonical selection is compared only where the procedure is inconclusive (a float32 evaluation that may
+    overflow). None (default, as for the CLI and conform): on for the kvpress flavour (its canonical selection
+    costs microseconds, the full procedure milliseconds), off for the exact flavour. The verdict is the same either
+    way.
     """
     c, r, thr = _knobs(chunk_length, rescue_size, entropy_threshold)
     if not isinstance(kept, _np.ndarray) and hasattr(kept, "__dlpack__"):
