@@ -137,8 +137,9 @@ Verdict chunkkv_rules(const HeadScores& scores, const SelectorParams& params, co
 
 // The float32 tolerance model (admissibility_bounds.h) bounds the rounding of finite evaluations. Where some order of
 // evaluation may reach float32's largest value, an implementation's head sums, chunk means or entropies may be inf
-// or NaN, which the model does not cover: the judgement is then inconclusive, never a violation it cannot back (nor a
-// pass). Every partial sum of a chunk's head sums is at most A_i = sum of the chunk's masses sum_h |s_hj|, and of
+// or NaN, which the model does not cover. For the kvpress flavour that is the released code's own behaviour, so the
+// judgement is inconclusive, never a violation the model cannot back (nor a pass). The exact flavour's statistics are
+// exact: an implementation whose float32 sums overflow has simply not computed them, and is judged by them. Every partial sum of a chunk's head sums is at most A_i = sum of the chunk's masses sum_h |s_hj|, and of
 // EG-ChunkKV's rebased sum at most A_i + n_i max_j mass_j (rebasing adds at most the largest magnitude to each value);
 // each is widened by 2 gamma(H + n_i + 6) for the roundings on the way (found by chunk_oracle_fuzz: kvpress's own
 // ChunkKV selection was rejected where two chunk sums overflowed to inf and tied; docs/hardening.md).
@@ -221,6 +222,7 @@ Verdict check_admissible(const HeadScores& scores, const SelectorParams& params,
       }
     }
   }
+  const bool beyond_float32 = params.flavour == Flavour::Kvpress && options.rounding == Rounding::Float32Evaluation;
   const bool per_head_fallback = options.per_head_fallback.value_or(params.flavour == Flavour::Kvpress);
   bool per_head = chunkkv && budget.fallback && per_head_fallback;
 
@@ -246,7 +248,7 @@ Verdict check_admissible(const HeadScores& scores, const SelectorParams& params,
                                                     : std::to_string(budget.min_tokens) + " (partial chunk kept) or " +
                                                           std::to_string(budget.max_tokens)));
     }
-    if (options.rounding == Rounding::Float32Evaluation && !detail::ratio_is_zero(params) && !(budget.fallback && per_head))
+    if (beyond_float32 && !detail::ratio_is_zero(params) && !(budget.fallback && per_head))
       if (auto v = float32_overflow(scores, params, /*rebased=*/false)) return *v;
     return rule_stage(options, [&]<class V>() { return chunkkv_rules<V>(scores, params, claimed, budget, options.rounding, per_head); });
   }
@@ -255,7 +257,7 @@ Verdict check_admissible(const HeadScores& scores, const SelectorParams& params,
   if (n != budget_tokens)
     return Verdict::violates("budget", "kept " + std::to_string(n) + " positions, budget is " + std::to_string(budget_tokens));
   if (budget_tokens == scores.tokens) return Verdict::conforms();
-  if (options.rounding == Rounding::Float32Evaluation)
+  if (beyond_float32)
     if (auto v = float32_overflow(scores, params, /*rebased=*/true)) return *v;
   std::vector<bool> keep(static_cast<std::size_t>(scores.tokens), false);
   for (Index p : claimed.kept[0]) keep[static_cast<std::size_t>(p)] = true;
