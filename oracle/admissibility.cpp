@@ -139,10 +139,11 @@ Verdict chunkkv_rules(const HeadScores& scores, const SelectorParams& params, co
 // evaluation may reach float32's largest value, an implementation's head sums, chunk means or entropies may be inf
 // or NaN, which the model does not cover. For the kvpress flavour that is the released code's own behaviour, so the
 // judgement is inconclusive, never a violation the model cannot back (nor a pass). The exact flavour's statistics are
-// exact: an implementation whose float32 sums overflow has simply not computed them, and is judged by them. Every partial sum of a chunk's head sums is at most A_i = sum of the chunk's masses sum_h |s_hj|, and of
+// exact: an implementation whose float32 sums overflow has not computed them, and is judged by them.
+// Every partial sum of a chunk's head sums is at most A_i = the sum of the chunk's masses sum_h |s_hj|, and of
 // EG-ChunkKV's rebased sum at most A_i + n_i max_j mass_j (rebasing adds at most the largest magnitude to each value);
-// each is widened by 2 gamma(H + n_i + 6) for the roundings on the way (found by chunk_oracle_fuzz: kvpress's own
-// ChunkKV selection was rejected where two chunk sums overflowed to inf and tied; docs/hardening.md).
+// each is widened by 2 gamma(H + n_i + 6) for the roundings on the way. Found by chunk_oracle_fuzz: the procedure
+// rejected kvpress's own ChunkKV selection where two chunk sums overflowed to inf and tied (docs/hardening.md).
 std::optional<Verdict> float32_overflow(const HeadScores& scores, const SelectorParams& params, bool rebased) {
   constexpr double kUnit = 0x1p-24;
   const std::vector<double> mass = detail::abs_head_sums(scores);
