@@ -2,16 +2,17 @@
 // and judges the positions it kept. The dump (not this file) guarantees the scores are the press's inputs:
 // the exporter asserted bit equality of scores.snapkv and the scores the press's inner scorer returned.
 #include "audit/dump_conformance.h"
+#include "audit/chunk_check.h"
 #include "audit/claims.h"
 
 #include <algorithm>
 #include <map>
+#include <optional>
 #include <regex>
 #include <stdexcept>
 
 #include "core/compression_ratio.h"
 #include "core/error.h"
-#include "oracle/chunk_selection.h"
 
 namespace kvaudit::audit {
 namespace {
@@ -90,12 +91,13 @@ DumpConformanceCase check_dump_case(const io::PromptDump& dump, const std::strin
   HeadScores head_scores{dump.kv_heads, dump.tokens,
                          std::span<const float>(scores.values).subspan(row, static_cast<std::size_t>(dump.kv_heads * dump.tokens))};
   try {
-    // The oracle's canonical selection (ties toward the lower index) is a spec output by definition: a recorded
-    // selection equal to it conforms without the admissibility procedure, whose 50-digit statistics cost tens of
-    // milliseconds at T = 4,096 (the kvpress flavour's canonical path is float32). Every other one is checked.
+    // The one judge of a chunk claim, as `kvaudit check` and conform call it. It tests the canonical selection
+    // first (a spec output; the kvpress flavour's canonical path is float32 and costs microseconds) and runs the
+    // admissibility procedure only on a claim that differs; a violation a known wrong walk explains is named.
     const SelectorParams params = dump_case_params(*config, ratio);
-    c.canonical = oracle::select(head_scores, params).kept == claimed.kept;
-    c.verdict = c.canonical ? Verdict::conforms() : oracle::check_admissible(head_scores, params, claimed);
+    std::optional<Selection> canonical;
+    c.verdict = check_chunk_claim(head_scores, params, claimed, {true, nullptr, &canonical});
+    c.canonical = canonical && canonical->kept == normalize_chunk_claim(claimed, head_scores, params).kept;
   } catch (const std::exception& e) {  // the oracle refusing an input kvpress accepted is itself a result
     c.verdict = Verdict{VerdictKind::NotRun, "oracle-error", e.what()};
   }

@@ -14,6 +14,8 @@
 #include <vector>
 
 #include "audit/dump_conformance.h"
+#include "core/select/chunk_select.h"
+#include "oracle/chunk_selection.h"
 #include "core/io/dump.h"
 
 namespace {
@@ -136,6 +138,19 @@ TEST(RealDumpConformance, MissingDumpsAreReportedNotPassed) {
   EXPECT_EQ(kvaudit::audit::dump_conformance_section(ctx)["status"], "missing-inputs");
 }
 
+// Overwrites row `layer` of a kept tensor, I64 positions (-1 padding after them) or a U8 bitmask, with `positions`.
+void write_kept(kvaudit::io::Tensor& t, Index layer, const std::set<Index>& positions) {
+  const Index width = t.shape[1];
+  if (t.dtype == "U8") {
+    for (Index i = 0; i < width; ++i) t.integers[static_cast<std::size_t>(layer * width + i)] = 0;
+    for (Index pos : positions) t.integers[static_cast<std::size_t>(layer * width + pos / 8)] |= Index{1} << (pos % 8);
+  } else {
+    std::size_t i = 0;
+    for (Index pos : positions) t.integers[static_cast<std::size_t>(layer * width) + i++] = pos;
+    for (; i < static_cast<std::size_t>(width); ++i) t.integers[static_cast<std::size_t>(layer * width) + i] = -1;
+  }
+}
+
 // Mutants: a recorded selection with one kept position swapped for a dropped one must be rejected, in either
 // encoding (I64 positions, U8 bitmask rows) — the conforming verdicts above are not vacuous.
 TEST(RealDumpConformance, MutatedSelectionsAreRejected) {
@@ -156,14 +171,7 @@ TEST(RealDumpConformance, MutatedSelectionsAreRejected) {
         in.erase(kept.front());
         in.insert(dropped);
         const auto saved = t.integers;
-        const Index width = t.shape[1];
-        if (t.dtype == "U8") {
-          for (Index i = 0; i < width; ++i) t.integers[static_cast<std::size_t>(layer * width + i)] = 0;
-          for (Index pos : in) t.integers[static_cast<std::size_t>(layer * width + pos / 8)] |= Index{1} << (pos % 8);
-        } else {
-          std::size_t i = 0;
-          for (Index pos : in) t.integers[static_cast<std::size_t>(layer * width) + i++] = pos;
-        }
+        write_kept(t, layer, in);
         ASSERT_EQ(kvaudit::io::kept_positions(t, layer).size(), kept.size());
         auto k = kvaudit::io::parse_kept_name(name);
         const auto c = kvaudit::audit::check_dump_case(p, k->press, k->ratio, layer);
@@ -176,6 +184,50 @@ TEST(RealDumpConformance, MutatedSelectionsAreRejected) {
   }
   EXPECT_EQ(encodings, (std::set<std::string>{"I64", "U8"}));
   EXPECT_EQ(rejected, tried);
+}
+
+// The audit judges a recorded selection as `kvaudit check` does (audit::check_chunk_claim), so a violation a known
+// wrong walk explains is named: ChunkKV's selection with its weakest kept chunk dropped is what a budget one chunk
+// short keeps.
+TEST(RealDumpConformance, AKnownMistakeIsNamedAsCheckNamesIt) {
+  std::set<std::string> models;
+  for (const auto& original : dumps()) {
+    if (models.count(original.model)) continue;  // one prompt per model
+    kvaudit::io::PromptDump p = original;
+    const std::string name = "kept.chunkkv_c10.cr0.9";
+    auto& t = p.tensors.at(name);
+    const auto k = kvaudit::io::parse_kept_name(name);
+    const auto press = kvaudit::audit::parse_dump_press(k->press);
+    const kvaudit::SelectorParams params = kvaudit::audit::dump_case_params(*press, k->ratio);
+    const Index layer = 0, C = press->chunk_length, n_chunks = (p.tokens + C - 1) / C;
+    auto chunks_in = [C](const kvaudit::Positions& kept) {
+      std::set<Index> chunks;
+      for (Index pos : kept) chunks.insert(pos / C);
+      return static_cast<Index>(chunks.size());
+    };
+    const Index m = chunks_in(kvaudit::io::kept_positions(t, layer));
+    ASSERT_GE(m, 2);
+    // The selection of m - 1 chunks: the same scores, a ratio whose float budget int(n (1 - rho)) is m - 1.
+    kvaudit::SelectorParams fewer = params;
+    const double rho = 1.0 - (static_cast<double>(m) - 0.5) / static_cast<double>(n_chunks);
+    fewer.ratio = {std::to_string(rho), rho};
+    const auto& scores = p.tensor(p.press_scores.count(k->press) ? p.press_scores.at(k->press) : "scores.snapkv");
+    const auto row = static_cast<std::size_t>(layer * p.kv_heads * p.tokens);
+    const kvaudit::HeadScores head_scores{
+        p.kv_heads, p.tokens,
+        std::span<const float>(scores.values).subspan(row, static_cast<std::size_t>(p.kv_heads * p.tokens))};
+    const kvaudit::Positions short_one = kvaudit::select::select_layer(head_scores, fewer).kept.at(0);
+    ASSERT_EQ(chunks_in(short_one), m - 1);
+    write_kept(t, layer, std::set<Index>(short_one.begin(), short_one.end()));
+    const auto c = kvaudit::audit::check_dump_case(p, k->press, k->ratio, layer);
+    EXPECT_EQ(c.verdict.kind, VerdictKind::Violates) << c.verdict.message;
+    // The first mistake that explains it: kvaudit's exact budget when that is m - 1 chunks, else the off-by-one.
+    const bool exact_is_short = kvaudit::oracle::exact_token_budget(n_chunks, k->ratio) == m - 1;
+    EXPECT_EQ(c.verdict.rule, exact_is_short ? "exact-budget" : "budget-off-by-one") << c.verdict.message;
+    EXPECT_FALSE(c.canonical);
+    models.insert(p.model);
+  }
+  EXPECT_EQ(models.size(), 3u);
 }
 
 // Reproduction harness for one case named by KVAUDIT_DUMP_CASE: disabled, so a normal run neither passes nor skips it;
