@@ -199,9 +199,6 @@ DoubleEnclosure precise_entropy(const std::vector<DoubleEnclosure>& x, const Chu
   return lesser(greater(normalized, DoubleEnclosure(0.0)), DoubleEnclosure(1.0));  // clamp is monotone
 }
 
-Real lesser(const Real& a, const Real& b) { return std::min(a, b); }
-Real greater(const Real& a, const Real& b) { return std::max(a, b); }
-
 Real entropy_of(const std::vector<Real>& x, const Chunk& chunk, const Real& eps) { return precise_entropy(x, chunk, eps); }
 // Chunks whose 50-digit normalized entropy is exactly 0 (proofs/15_filtered_admissibility.md, item 11), where the
 // static bound would give [0, ~1e-13] and every comparison among them would need 50 digits: every rebased value 0

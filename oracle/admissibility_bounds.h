@@ -18,6 +18,7 @@
 // proofs/15_filtered_admissibility.md).
 #pragma once
 
+#include <algorithm>
 #include <optional>
 #include <vector>
 
@@ -32,6 +33,10 @@ struct IntervalOf {
   V lo, hi;
 };
 using Interval = IntervalOf<Real>;
+
+// min / max in either number type (the DoubleEnclosure ones: double_enclosure.h).
+inline Real lesser(const Real& a, const Real& b) { return std::min(a, b); }
+inline Real greater(const Real& a, const Real& b) { return std::max(a, b); }
 
 template <class V>
 struct SelectorBoundsOf {

@@ -85,20 +85,6 @@ bool counts_feasible(const std::vector<Choice>& choices, const std::vector<Possi
 bool same_value(const Real& a, const Real& b) { return a == b; }
 bool same_value(const DoubleEnclosure& a, const DoubleEnclosure& b) { return known_equal(a, b); }
 
-// The smaller / larger of two values where only the value matters, not which one it is. A decided comparison
-// returns the chosen value, tie key included; in double enclosures an undecided one returns their hull (lesser /
-// greater: an enclosure of the 50-digit min / max without a key) instead of throwing.
-const Real& smaller(const Real& a, const Real& b) { return b < a ? b : a; }
-const Real& larger(const Real& a, const Real& b) { return a < b ? b : a; }
-DoubleEnclosure smaller(const DoubleEnclosure& a, const DoubleEnclosure& b) {
-  if (const auto d = decide_less(b, a)) return *d ? b : a;
-  return lesser(a, b);
-}
-DoubleEnclosure larger(const DoubleEnclosure& a, const DoubleEnclosure& b) {
-  if (const auto d = decide_less(a, b)) return *d ? b : a;
-  return greater(a, b);
-}
-
 // The k-th smallest of `sorted` after its element at `removed` is replaced by `replacement`, in O(log n).
 // `is_replacement` says whether the answer is the replacement itself.
 template <class V>
@@ -366,7 +352,7 @@ class EgChecker {
       Choice& end = last[static_cast<std::size_t>(i)];
       if (k == 0) {  // unvisited: its gates are free as far as the claim goes
         mid = end = {p.gated(), p.plain(), false};
-        max_lo_unvisited = larger(max_lo_unvisited, b_.score[static_cast<std::size_t>(i)].lo);
+        max_lo_unvisited = greater(max_lo_unvisited, b_.score[static_cast<std::size_t>(i)].lo);
         unvisited.push_back(i);
         continue;
       }
@@ -395,9 +381,9 @@ class EgChecker {
     const std::size_t n_visited = visited.size();
     std::vector<V> min_hi_before(n_visited + 1, none_above), min_hi_after(n_visited + 1, none_above);
     for (std::size_t t = 0; t < n_visited; ++t)
-      min_hi_before[t + 1] = smaller(min_hi_before[t], b_.score[static_cast<std::size_t>(visited[t])].hi);
+      min_hi_before[t + 1] = lesser(min_hi_before[t], b_.score[static_cast<std::size_t>(visited[t])].hi);
     for (std::size_t t = n_visited; t-- > 0;)
-      min_hi_after[t] = smaller(min_hi_after[t + 1], b_.score[static_cast<std::size_t>(visited[t])].hi);
+      min_hi_after[t] = lesser(min_hi_after[t + 1], b_.score[static_cast<std::size_t>(visited[t])].hi);
     // Which chunks those extremes are, for the messages: the weakest other visited chunk, the strongest unvisited one.
     auto weakest_visited_except = [&](Index m) {
       Index weakest = -1;
@@ -425,8 +411,8 @@ class EgChecker {
       // Order: visited \ {m} >= m >= unvisited for some values inside the intervals.
       const IntervalOf<V>& sm = b_.score[static_cast<std::size_t>(m)];
       const auto at = static_cast<std::size_t>(std::lower_bound(visited.begin(), visited.end(), m) - visited.begin());
-      V lo = larger(sm.lo, max_lo_unvisited);
-      V hi = smaller(sm.hi, smaller(min_hi_before[at], min_hi_after[at + 1]));
+      V lo = greater(sm.lo, max_lo_unvisited);
+      V hi = lesser(sm.hi, lesser(min_hi_before[at], min_hi_after[at + 1]));
       if (lo > hi) {
         note(3, [&] {
           Index above = weakest_visited_except(m);
@@ -497,7 +483,7 @@ class EgChecker {
   Failure scenario_top_up(bool explain) const {
     V max_dropped_lo(-std::numeric_limits<double>::infinity());  // the value only (larger); which one, for a message
     for (std::size_t j = 0; j < keep_.size(); ++j)
-      if (!keep_[j]) max_dropped_lo = larger(max_dropped_lo, b_.x[j].lo);
+      if (!keep_[j]) max_dropped_lo = greater(max_dropped_lo, b_.x[j].lo);
     auto strongest_dropped = [&] {
       Index strongest = -1;
       for (std::size_t j = 0; j < keep_.size(); ++j)

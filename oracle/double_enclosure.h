@@ -240,11 +240,14 @@ inline DoubleEnclosure abs(const DoubleEnclosure& v) {
   return DoubleEnclosure::between(0, max_of(-v.lo(), v.hi()));
 }
 
-// min / max are monotone, so they need no decision (the 50-digit path's std::min picks the same value).
+// min / max, never throwing: where the comparison is decided, the operand the 50-digit path's std::min / std::max
+// picks, tie key included; otherwise the hull, an enclosure of that min / max since both are monotone.
 inline DoubleEnclosure lesser(const DoubleEnclosure& a, const DoubleEnclosure& b) {
+  if (const auto b_first = decide_less(b, a)) return *b_first ? b : a;
   return DoubleEnclosure::between(min_of(a.lo(), b.lo()), min_of(a.hi(), b.hi()));
 }
 inline DoubleEnclosure greater(const DoubleEnclosure& a, const DoubleEnclosure& b) {
+  if (const auto b_first = decide_less(a, b)) return *b_first ? b : a;
   return DoubleEnclosure::between(max_of(a.lo(), b.lo()), max_of(a.hi(), b.hi()));
 }
 
