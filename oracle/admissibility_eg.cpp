@@ -481,7 +481,7 @@ class EgChecker {
   }
 
   Failure scenario_top_up(bool explain) const {
-    V max_dropped_lo(-std::numeric_limits<double>::infinity());  // the value only (larger); which one, for a message
+    V max_dropped_lo(-std::numeric_limits<double>::infinity());  // the value only (greater); which one, for a message
     for (std::size_t j = 0; j < keep_.size(); ++j)
       if (!keep_[j]) max_dropped_lo = greater(max_dropped_lo, b_.x[j].lo);
     auto strongest_dropped = [&] {
