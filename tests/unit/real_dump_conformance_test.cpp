@@ -14,9 +14,9 @@
 #include <vector>
 
 #include "audit/dump_conformance.h"
+#include "core/io/dump.h"
 #include "core/select/chunk_select.h"
 #include "oracle/chunk_selection.h"
-#include "core/io/dump.h"
 
 namespace {
 
@@ -187,8 +187,7 @@ TEST(RealDumpConformance, MutatedSelectionsAreRejected) {
 }
 
 // The audit judges a recorded selection as `kvaudit check` does (audit::check_chunk_claim), so a violation a known
-// wrong walk explains is named: ChunkKV's selection with its weakest kept chunk dropped is what a budget one chunk
-// short keeps.
+// wrong walk explains is named: in place of ChunkKV's recorded selection, the one a budget one chunk short makes.
 TEST(RealDumpConformance, AKnownMistakeIsNamedAsCheckNamesIt) {
   std::set<std::string> models;
   for (const auto& original : dumps()) {
