@@ -73,12 +73,9 @@ DumpConformanceCase check_dump_case(const io::PromptDump& dump, const std::strin
                                     Index layer) {
   const std::string name = "kept." + press + ".cr" + ratio;
   const io::Tensor& kept = dump.tensor(name);
-  // The scores the press's inner scorer returned (schema 1 dumps: always SnapKV's).
-  const auto declared = dump.press_scores.find(press);
-  const std::string scores_name = declared == dump.press_scores.end() ? "scores.snapkv" : declared->second;
-  const io::Tensor& scores = dump.tensor(scores_name);
   if (layer < 0 || layer >= dump.layers) throw InputError(dump.file, name, "no layer " + std::to_string(layer));
-  DumpConformanceCase c{dump.key(), press, ratio, layer, dump.tokens, 0, Verdict{}, scores_name};
+  const HeadScores head_scores = dump.ranked_scores(press, layer);  // what the press's inner scorer returned
+  DumpConformanceCase c{dump.key(), press, ratio, layer, dump.tokens, 0, Verdict{}, dump.ranked_scores_name(press)};
   Selection claimed;
   claimed.kept.push_back(io::kept_positions(kept, layer));
   c.kept = static_cast<Index>(claimed.kept[0].size());
@@ -87,9 +84,6 @@ DumpConformanceCase check_dump_case(const io::PromptDump& dump, const std::strin
     c.verdict = Verdict::unsupported("no oracle for press '" + press + "'");
     return c;
   }
-  const std::size_t row = static_cast<std::size_t>(layer * dump.kv_heads * dump.tokens);
-  HeadScores head_scores{dump.kv_heads, dump.tokens,
-                         std::span<const float>(scores.values).subspan(row, static_cast<std::size_t>(dump.kv_heads * dump.tokens))};
   try {
     // The one judge of a chunk claim, as `kvaudit check` and conform call it. It tests the canonical selection
     // first (a spec output; the kvpress flavour's canonical path is float32 and costs microseconds) and runs the

@@ -333,12 +333,9 @@ TEST(FilteredAdmissibility, ZRecordedSelections) {
       const auto config = audit::parse_dump_press(k->press);
       if (!config) continue;
       const SelectorParams params = audit::dump_case_params(*config, k->ratio);
-      const auto declared = d.press_scores.find(k->press);
-      const io::Tensor& scores = d.tensor(declared == d.press_scores.end() ? "scores.snapkv" : declared->second);
       for (Index layer = 0; layer < d.layers; ++layer) {
         if (!every_layer() && layer != 0 && layer != d.layers / 2 && layer != d.layers - 1) continue;
-        const auto row = static_cast<std::size_t>(layer * d.kv_heads * d.tokens);
-        HeadScores s{d.kv_heads, d.tokens, std::span<const float>(scores.values).subspan(row, static_cast<std::size_t>(d.kv_heads * d.tokens))};
+        const HeadScores s = d.ranked_scores(k->press, layer);
         Selection claim{{io::kept_positions(tensor, layer)}};
         ArithmeticCounts counts;
         AdmissibilityOptions filtered, reference;

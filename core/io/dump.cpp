@@ -329,6 +329,19 @@ ScoreTensor PromptDump::scores(const std::string& name) const {
   return ScoreTensor{t.shape[0], t.shape[1], t.shape[2], t.values};
 }
 
+std::string PromptDump::ranked_scores_name(const std::string& press) const {
+  const auto declared = press_scores.find(press);
+  return declared == press_scores.end() ? "scores.snapkv" : declared->second;
+}
+
+HeadScores PromptDump::ranked_scores(const std::string& press, Index layer) const {
+  const std::string name = ranked_scores_name(press);
+  const Tensor& t = tensor(name);
+  if (layer < 0 || layer >= layers) throw InputError(file, name, "no layer " + std::to_string(layer));
+  const auto per_layer = static_cast<std::size_t>(kv_heads * tokens);
+  return HeadScores{kv_heads, tokens, std::span<const float>(t.values).subspan(static_cast<std::size_t>(layer) * per_layer, per_layer)};
+}
+
 std::vector<PromptDump> load_dumps(const std::string& data_dir) {
   const std::string manifest = (std::filesystem::path(data_dir) / "manifest.json").string();
   json j;

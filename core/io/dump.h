@@ -47,6 +47,10 @@ struct PromptDump {
   const Tensor& tensor(const std::string& name) const;
   // A 3-D floating tensor (layers, heads, T) as a ScoreTensor; throws InputError on wrong rank or dtype.
   ScoreTensor scores(const std::string& name) const;
+  // The scores.* tensor that press `press`'s inner scorer ranked: its name (schema 1 dumps: always scores.snapkv),
+  // and its row `layer` as (kv heads, T) HeadScores viewing this dump. Throws InputError if absent or no such layer.
+  std::string ranked_scores_name(const std::string& press) const;
+  HeadScores ranked_scores(const std::string& press, Index layer) const;
 };
 
 // A recorded kvpress selection tensor is named kept.<press>.cr<ratio>, e.g. kept.eg_chunkkv_c10_r4.cr0.85.

@@ -210,12 +210,7 @@ TEST(RealDumpConformance, AKnownMistakeIsNamedAsCheckNamesIt) {
     kvaudit::SelectorParams fewer = params;
     const double rho = 1.0 - (static_cast<double>(m) - 0.5) / static_cast<double>(n_chunks);
     fewer.ratio = {std::to_string(rho), rho};
-    const auto& scores = p.tensor(p.press_scores.count(k->press) ? p.press_scores.at(k->press) : "scores.snapkv");
-    const auto row = static_cast<std::size_t>(layer * p.kv_heads * p.tokens);
-    const kvaudit::HeadScores head_scores{
-        p.kv_heads, p.tokens,
-        std::span<const float>(scores.values).subspan(row, static_cast<std::size_t>(p.kv_heads * p.tokens))};
-    const kvaudit::Positions short_one = kvaudit::select::select_layer(head_scores, fewer).kept.at(0);
+    const kvaudit::Positions short_one = kvaudit::select::select_layer(p.ranked_scores(k->press, layer), fewer).kept.at(0);
     ASSERT_EQ(chunks_in(short_one), m - 1);
     write_kept(t, layer, std::set<Index>(short_one.begin(), short_one.end()));
     const auto c = kvaudit::audit::check_dump_case(p, k->press, k->ratio, layer);
