@@ -187,6 +187,7 @@ Verdict check_chunk_claim(const HeadScores& scores, const SelectorParams& params
   // Equal to the canonical selection is a sound reason to conform (it is a spec output), tested first or, where
   // the admissibility procedure cannot decide (a float32 evaluation that may overflow), last.
   bool canonical_known = false;
+  if (options.equals_canonical) *options.equals_canonical = false;
   auto is_canonical = [&] {
     std::optional<Selection> canonical;
     try {
@@ -197,6 +198,7 @@ Verdict check_chunk_claim(const HeadScores& scores, const SelectorParams& params
     canonical_known = true;
     const bool equal = canonical && canonical->kept == answer.kept;
     if (options.canonical) *options.canonical = std::move(canonical);
+    if (options.equals_canonical) *options.equals_canonical = equal;
     return equal;
   };
   if (options.canonical_first.value_or(params.flavour == Flavour::Kvpress) && is_canonical()) return Verdict::conforms();

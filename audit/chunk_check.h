@@ -27,6 +27,9 @@ struct ChunkClaimOptions {
   oracle::ArithmeticCounts* counts = nullptr;
   // Receives the canonical selection when it was computed.
   std::optional<Selection>* canonical = nullptr;
+  // Set to whether the claim (in the oracle's form) was found equal to the canonical selection; false when that was
+  // not computed.
+  bool* equals_canonical = nullptr;
 };
 
 // Normalizes the claim's form, decides admissibility, names the mistake. Throws std::invalid_argument for

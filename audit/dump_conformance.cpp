@@ -7,7 +7,6 @@
 
 #include <algorithm>
 #include <map>
-#include <optional>
 #include <regex>
 #include <stdexcept>
 
@@ -89,9 +88,7 @@ DumpConformanceCase check_dump_case(const io::PromptDump& dump, const std::strin
     // first (a spec output; the kvpress flavour's canonical path is float32 and costs microseconds) and runs the
     // admissibility procedure only on a claim that differs; a violation a known wrong walk explains is named.
     const SelectorParams params = dump_case_params(*config, ratio);
-    std::optional<Selection> canonical;
-    c.verdict = check_chunk_claim(head_scores, params, claimed, {true, nullptr, &canonical});
-    c.canonical = canonical && canonical->kept == normalize_chunk_claim(claimed, head_scores, params).kept;
+    c.verdict = check_chunk_claim(head_scores, params, claimed, {true, nullptr, nullptr, &c.canonical});
   } catch (const std::exception& e) {  // the oracle refusing an input kvpress accepted is itself a result
     c.verdict = Verdict{VerdictKind::NotRun, "oracle-error", e.what()};
   }

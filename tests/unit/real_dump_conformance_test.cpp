@@ -93,6 +93,7 @@ TEST(RealDumpConformance, EveryRecordedSelectionIsAdmissible) {
         << "\n  reproduce: " << kvaudit::audit::dump_case_reproduce_command(c);
   }
   EXPECT_EQ(inconclusive, 0) << "inconclusive is never a pass";
+  EXPECT_GT(canonical, 0) << "the judge reports claims equal to the canonical selection";
   EXPECT_EQ(scorers, (std::set<std::string>{"scores.snapkv", "scores.expected_attention", "scores.tova"}))
       << "the recorded selections cover all three inner scorers";
   EXPECT_EQ(seen_known.size(), ledger().size()) << "a ledger entry names a case that no longer exists";
