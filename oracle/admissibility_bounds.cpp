@@ -14,7 +14,7 @@
 
 namespace kvaudit::oracle::detail {
 
-// Covers the 50-digit path's rounding in its (sorted) summation order and Boost's log inside one
+// Covers the 50-digit path's rounding in its (sorted) summation order and its log (log_50) inside one
 // normalized entropy, for chunks below 2^31 tokens and any eps > 0 (proofs/15_filtered_admissibility.md).
 constexpr double kFilteredEntropySlack = 0x1p-100;
 
@@ -181,7 +181,7 @@ ExactStatistics<DoubleEnclosure> exact_statistics(const HeadScores& scores, cons
 }
 
 // The 50-digit path sorts a chunk's values before summing; the filtered one sums in index order and adds
-// a slack covering any order's 50-digit rounding and Boost's log (proofs/15_filtered_admissibility.md).
+// a slack covering any order's 50-digit rounding and log_50 (proofs/15_filtered_admissibility.md).
 DoubleEnclosure precise_entropy(const std::vector<DoubleEnclosure>& x, const Chunk& chunk, const DoubleEnclosure& eps) {
   Index n = chunk.size();
   if (n == 1) return DoubleEnclosure(0.0);

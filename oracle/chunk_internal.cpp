@@ -2,7 +2,12 @@
 #include "oracle/chunk_internal.h"
 
 #include <cmath>
+#include <cstdint>
+#include <limits>
 #include <stdexcept>
+
+#include <gmp.h>
+#include <mpfr.h>
 
 #include "oracle/chunk_selection.h"
 
@@ -147,6 +152,56 @@ float float32_entropy(const std::vector<float>& x, const Chunk& chunk) {
   return std::clamp(normalized, 0.0f, 1.0f);
 }
 
+namespace {
+constexpr int kRealBits = std::numeric_limits<Real>::digits;
+
+// One thread's MPFR operands at Real's precision, kept between calls (the oracle runs on many threads).
+struct MpfrScratch {
+  MpfrScratch() {
+    mpfr_init2(in, kRealBits);
+    mpfr_init2(out, kRealBits);
+    mpz_init(mantissa);
+  }
+  ~MpfrScratch() {
+    mpfr_clear(in);
+    mpfr_clear(out);
+    mpz_clear(mantissa);
+  }
+  MpfrScratch(const MpfrScratch&) = delete;
+  MpfrScratch& operator=(const MpfrScratch&) = delete;
+  mpfr_t in, out;
+  mpz_t mantissa;
+};
+}  // namespace
+
+// Boost's own log for cpp_bin_float took 13 us a call against MPFR's 3.7 us, and precise_entropy takes one per
+// token: 74 % of proof 15's time. Both transfers are exact: cpp_bin_float holds x as a kRealBits-bit integer (top bit
+// set) times a power of two, and MPFR returns ln x, rounded once to kRealBits bits, in the same form.
+Real log_50(const Real& x) {
+  if (!(x > 0) || !boost::multiprecision::isfinite(x)) return log(x);
+  MpfrScratch& m = *[] {
+    thread_local MpfrScratch scratch;
+    return &scratch;
+  }();
+  const auto& in = x.backend();  // x = bits 2^(exponent - (kRealBits - 1))
+  mpz_import(m.mantissa, in.bits().size(), -1, sizeof(*in.bits().limbs()), 0, 0, in.bits().limbs());
+  mpfr_set_z_2exp(m.in, m.mantissa, in.exponent() - (kRealBits - 1), MPFR_RNDN);
+  mpfr_log(m.out, m.in, MPFR_RNDN);
+  if (mpfr_zero_p(m.out)) return 0;  // x == 1
+  const mpfr_exp_t scale = mpfr_get_z_2exp(m.mantissa, m.out);  // out = mantissa 2^scale, kRealBits bits exactly
+  Real result;
+  auto& out = result.backend();
+  out.sign() = mpz_sgn(m.mantissa) < 0;
+  mpz_abs(m.mantissa, m.mantissa);
+  auto& bits = out.bits();
+  bits.resize(static_cast<unsigned>(mpz_size(m.mantissa) * sizeof(mp_limb_t) / sizeof(*bits.limbs())), 0);
+  std::size_t count = 0;
+  mpz_export(bits.limbs(), &count, -1, sizeof(*bits.limbs()), 0, 0, m.mantissa);
+  bits.normalize();
+  out.exponent() = static_cast<int>(scale) + (kRealBits - 1);
+  return result;
+}
+
 Real exact_mean(const std::vector<BigInt>& fixed, const Chunk& chunk) {
   BigInt sum = 0;
   for (Index j = chunk.begin; j < chunk.end; ++j) sum += fixed[static_cast<std::size_t>(j)];
@@ -167,9 +222,9 @@ Real precise_entropy(const std::vector<Real>& x, const Chunk& chunk, const Real&
   Real h = 0;
   for (const Real& v : y) {
     Real p = v / (total + eps);
-    h -= p * log(p + eps);
+    h -= p * log_50(p + eps);
   }
-  Real normalized = h / log(Real(n));
+  Real normalized = h / log_50(Real(n));
   if (normalized < 0) return 0;
   if (normalized > 1) return 1;
   return normalized;

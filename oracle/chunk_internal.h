@@ -63,6 +63,8 @@ float float32_mean(const std::vector<float>& x, const Chunk& chunk);
 float float32_entropy(const std::vector<float>& x, const Chunk& chunk);
 
 // ---- 50-digit statistics (exact flavour, and the centres of the checker's intervals) ---------------
+// ln x for x > 0, correctly rounded to Real's 168 bits (MPFR, round to nearest); any other x gets Boost's log.
+Real log_50(const Real& x);
 // Mean over the chunk: the exact fixed-point sum, rounded once to 50 digits, divided by n. Equal sums over
 // chunks of equal length give bit-identical means.
 Real exact_mean(const std::vector<BigInt>& fixed, const Chunk& chunk);
