@@ -179,13 +179,11 @@ struct MpfrScratch {
 // set) times a power of two, and MPFR returns ln x, rounded once to kRealBits bits, in the same form.
 Real log_50(const Real& x) {
   if (!(x > 0) || !boost::multiprecision::isfinite(x)) return log(x);
-  MpfrScratch& m = *[] {
-    thread_local MpfrScratch scratch;
-    return &scratch;
-  }();
+  thread_local MpfrScratch m;
   const auto& in = x.backend();  // x = bits 2^(exponent - (kRealBits - 1))
   mpz_import(m.mantissa, in.bits().size(), -1, sizeof(*in.bits().limbs()), 0, 0, in.bits().limbs());
-  mpfr_set_z_2exp(m.in, m.mantissa, in.exponent() - (kRealBits - 1), MPFR_RNDN);
+  // Inexact only outside MPFR's exponent range (|exponent| >= 2^30), far beyond any entropy's arguments.
+  if (mpfr_set_z_2exp(m.in, m.mantissa, in.exponent() - (kRealBits - 1), MPFR_RNDN) != 0) return log(x);
   mpfr_log(m.out, m.in, MPFR_RNDN);
   if (mpfr_zero_p(m.out)) return 0;  // x == 1
   const mpfr_exp_t scale = mpfr_get_z_2exp(m.mantissa, m.out);  // out = mantissa 2^scale, kRealBits bits exactly
