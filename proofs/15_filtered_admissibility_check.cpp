@@ -9,11 +9,13 @@
 //   - on the recorded kvpress selections of the shipped dumps (every one with KVAUDIT_FILTER_EVERY_LAYER=1; SKIPPED
 //     without data/);
 // and every 50-digit bound lies inside its enclosure, with equal tie keys only on equal 50-digit values; and the
-// static entropy bound (entropy_by_static_bound) encloses the 50-digit entropy on chunks harder than those cases.
+// static entropy bound (entropy_by_static_bound) encloses the 50-digit entropy on chunks harder than those cases; and
+// products and quotients of doubles are points exactly when exact (item 3).
 // Case count: KVAUDIT_FILTER_CASES (default 100,000) for the generated part.
 #include <gtest/gtest.h>
 #include <rapidcheck/gtest.h>
 
+#include <bit>
 #include <cmath>
 #include <cstdlib>
 #include <filesystem>
@@ -284,6 +286,40 @@ RC_GTEST_PROP(FilteredAdmissibility, StaticEntropyBoundEnclosesTheFiftyDigitEntr
     const detail::Real centre = (detail::Real(enclosure->lo()) + detail::Real(enclosure->hi())) / 2;
     const detail::Real half = (detail::Real(enclosure->hi()) - detail::Real(enclosure->lo())) / 2;
     static_tally().max_used = std::max(static_tally().max_used, static_cast<double>(abs(h - centre) / half));
+  }
+}
+
+// Item 3's exactness test (is_product, reading significands from the representation): a product or quotient of two
+// doubles is a point exactly when the double result is the exact one, and its enclosure holds the 50-digit result
+// (a product of doubles is exact in 50 digits; a quotient's point is checked by multiplying back).
+rc::Gen<double> any_double() {
+  return rc::gen::weightedOneOf<double>(
+      {{2, rc::gen::map(rc::gen::arbitrary<std::uint64_t>(), [](std::uint64_t b) { return std::bit_cast<double>(b); })},
+       {2, rc::gen::map(rc::gen::arbitrary<std::uint64_t>(),  // subnormals
+                        [](std::uint64_t b) { return std::bit_cast<double>(b & 0x800fffffffffffffULL); })},
+       {4, rc::gen::map(rc::gen::pair(rc::gen::inRange(-4096, 4097), rc::gen::inRange(-1100, 1100)),  // short significands
+                        [](std::pair<int, int> m) { return std::ldexp(static_cast<double>(m.first), m.second); })},
+       {1, rc::gen::map(rc::gen::inRange(-800, 801), [](int m) { return m / 8.0; })}});
+}
+RC_GTEST_PROP(FilteredAdmissibility, ProductsAndQuotientsArePointsExactlyWhenExact, ()) {
+  const double a = *any_double(), b = *any_double();
+  RC_PRE(std::isfinite(a) && std::isfinite(b));
+  const detail::DoubleEnclosure product = detail::DoubleEnclosure(a) * detail::DoubleEnclosure(b);
+  const detail::Real exact = detail::Real(a) * detail::Real(b);
+  if (std::isfinite(product.lo()) && std::isfinite(product.hi())) {
+    RC_ASSERT(detail::Real(product.lo()) <= exact);
+    RC_ASSERT(exact <= detail::Real(product.hi()));
+  }
+  RC_ASSERT((product.lo() == product.hi()) == (std::isfinite(a * b) && detail::Real(a * b) == exact));
+  RC_PRE(b != 0.0);
+  const detail::DoubleEnclosure quotient = detail::DoubleEnclosure(a) / detail::DoubleEnclosure(b);
+  const double q = a / b;
+  const bool exact_quotient = std::isfinite(q) && detail::Real(q) * detail::Real(b) == detail::Real(a);
+  RC_ASSERT((quotient.lo() == quotient.hi()) == exact_quotient);
+  if (std::isfinite(quotient.lo()) && std::isfinite(quotient.hi())) {
+    const detail::Real fifty_digit = detail::Real(a) / detail::Real(b);
+    RC_ASSERT(detail::Real(quotient.lo()) <= fifty_digit);
+    RC_ASSERT(fifty_digit <= detail::Real(quotient.hi()));
   }
 }
 
