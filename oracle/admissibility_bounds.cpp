@@ -72,7 +72,7 @@ struct ExactStatistics {
 
 ExactStatistics<Real> exact_statistics(const HeadScores& scores, const std::vector<Chunk>& chunks, bool clamp,
                                        std::vector<TieKey>&, Real*) {
-  std::vector<BigInt> fixed = fixed_head_sums(scores, clamp);
+  std::vector<FixedPoint> fixed = fixed_head_sums(scores, clamp);
   ExactStatistics<Real> s;
   s.x = to_reals(fixed);
   for (const Chunk& c : chunks) s.means.push_back(exact_mean(fixed, c));

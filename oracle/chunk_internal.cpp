@@ -69,15 +69,15 @@ Index eg_token_budget(Index tokens, const SelectorParams& params) {
   return exact_token_budget(tokens, params.ratio.text);
 }
 
-BigInt fixed_point(float value) { return fixed_point(static_cast<double>(value)); }  // exact: every float is a double
+FixedPoint fixed_point(float value) { return fixed_point(static_cast<double>(value)); }  // exact: every float is a double
 
-BigInt fixed_point(double value) {
+FixedPoint fixed_point(double value) {
   if (value == 0.0) return 0;
   int exponent = 0;
   double mantissa = std::frexp(std::fabs(value), &exponent);  // |value| = mantissa * 2^exponent, mantissa in [0.5, 1)
   auto integer = static_cast<std::int64_t>(std::ldexp(mantissa, 53));  // exact: 53 significant bits
   int shift = exponent - 53 + 149;
-  BigInt result = integer;
+  FixedPoint result = integer;
   if (shift >= 0) {
     result <<= shift;
   } else {
@@ -85,15 +85,15 @@ BigInt fixed_point(double value) {
       throw std::invalid_argument("fixed_point: not a multiple of 2^-149");
     result >>= -shift;  // exact: the bits shifted out are zero
   }
-  return value < 0 ? BigInt(-result) : result;
+  return value < 0 ? FixedPoint(-result) : result;
 }
 
-Real from_fixed_point(const BigInt& value) { return boost::multiprecision::ldexp(Real(value), -149); }
+Real from_fixed_point(const FixedPoint& value) { return boost::multiprecision::ldexp(Real(value), -149); }
 
-std::vector<BigInt> fixed_head_sums(const HeadScores& scores, bool clamp) {
-  std::vector<BigInt> out(static_cast<std::size_t>(scores.tokens));
+std::vector<FixedPoint> fixed_head_sums(const HeadScores& scores, bool clamp) {
+  std::vector<FixedPoint> out(static_cast<std::size_t>(scores.tokens));
   for (Index t = 0; t < scores.tokens; ++t) {
-    BigInt sum = 0;
+    FixedPoint sum = 0;
     for (Index h = 0; h < scores.heads; ++h) sum += fixed_point(scores.at(h, t));
     if (clamp && sum < 0) sum = 0;
     out[static_cast<std::size_t>(t)] = std::move(sum);
@@ -101,10 +101,10 @@ std::vector<BigInt> fixed_head_sums(const HeadScores& scores, bool clamp) {
   return out;
 }
 
-std::vector<Real> to_reals(const std::vector<BigInt>& fixed) {
+std::vector<Real> to_reals(const std::vector<FixedPoint>& fixed) {
   std::vector<Real> out;
   out.reserve(fixed.size());
-  for (const BigInt& v : fixed) out.push_back(from_fixed_point(v));
+  for (const FixedPoint& v : fixed) out.push_back(from_fixed_point(v));
   return out;
 }
 
@@ -200,8 +200,8 @@ Real log_50(const Real& x) {
   return result;
 }
 
-Real exact_mean(const std::vector<BigInt>& fixed, const Chunk& chunk) {
-  BigInt sum = 0;
+Real exact_mean(const std::vector<FixedPoint>& fixed, const Chunk& chunk) {
+  FixedPoint sum = 0;
   for (Index j = chunk.begin; j < chunk.end; ++j) sum += fixed[static_cast<std::size_t>(j)];
   return from_fixed_point(sum) / chunk.size();
 }

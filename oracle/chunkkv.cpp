@@ -63,7 +63,7 @@ Selection chunkkv_select(const HeadScores& scores, const SelectorParams& params)
     for (const auto& c : chunks) chunk_scores.push_back(detail::float32_mean(x, c));
     return {{keep_top_chunks(chunk_scores, chunks, budget.chunks_kept)}};
   }
-  std::vector<detail::BigInt> fixed = detail::fixed_head_sums(scores, /*clamp=*/false);
+  std::vector<detail::FixedPoint> fixed = detail::fixed_head_sums(scores, /*clamp=*/false);
   if (budget.fallback) return {{sorted(detail::canonical_top_k(fixed, all_positions(scores.tokens), budget.fallback_tokens))}};
   std::vector<detail::Real> chunk_scores;
   for (const auto& c : chunks) chunk_scores.push_back(detail::exact_mean(fixed, c));

@@ -84,7 +84,7 @@ EgState<float> kvpress_state(const HeadScores& scores, const SelectorParams& par
 EgState<detail::Real> exact_state(const HeadScores& scores, const SelectorParams& params) {
   EgState<detail::Real> s;
   s.chunks = detail::chunk_layout(scores.tokens, params.chunk_length);
-  std::vector<detail::BigInt> fixed = detail::fixed_head_sums(scores, /*clamp=*/true);
+  std::vector<detail::FixedPoint> fixed = detail::fixed_head_sums(scores, /*clamp=*/true);
   s.x = detail::to_reals(fixed);
   detail::Real eps(params.eps);
   for (const auto& c : s.chunks) {

@@ -39,7 +39,7 @@ class FiftyDigitStatistics {
   bool used() const { return fixed_.has_value(); }
 
  private:
-  const std::vector<BigInt>& fixed() {
+  const std::vector<FixedPoint>& fixed() {
     if (!fixed_) fixed_ = fixed_head_sums(scores_, clamp_);
     return *fixed_;
   }
@@ -52,7 +52,7 @@ class FiftyDigitStatistics {
   bool clamp_;
   double eps_;
   std::vector<Chunk> chunks_;
-  std::optional<std::vector<BigInt>> fixed_;
+  std::optional<std::vector<FixedPoint>> fixed_;
   std::optional<std::vector<Real>> reals_;
   std::vector<std::optional<Real>> means_, entropies_;
 };

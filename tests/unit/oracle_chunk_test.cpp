@@ -282,6 +282,21 @@ TEST(OracleChunkExact, FiftyDigitLogIsCorrectlyRounded) {
   EXPECT_TRUE(isinf(detail::log_50(Real(0))));
 }
 
+// Head sums in fixed point (FixedPoint, 384 bits): float32's extremes convert exactly, a sum of 2^20 of the largest
+// float32 stays exact, and a double beyond the width the sums need throws instead of wrapping.
+TEST(OracleChunkExact, FixedPointHoldsFloat32SumsExactly) {
+  using detail::FixedPoint;
+  const float largest = std::numeric_limits<float>::max(), smallest = std::numeric_limits<float>::denorm_min();
+  EXPECT_EQ(detail::fixed_point(smallest), FixedPoint(1));
+  EXPECT_EQ(detail::fixed_point(-largest), -(FixedPoint((std::int64_t{1} << 24) - 1) << (104 + 149)));
+  FixedPoint sum = 0;
+  for (int i = 0; i < (1 << 20); ++i) sum += detail::fixed_point(largest);
+  EXPECT_EQ(sum, FixedPoint((std::int64_t{1} << 24) - 1) << (104 + 149 + 20));
+  EXPECT_EQ(detail::from_fixed_point(sum), detail::Real(largest) * (1 << 20));
+  EXPECT_NO_THROW(detail::fixed_point(0x1p234));
+  EXPECT_THROW(detail::fixed_point(0x1p235), std::overflow_error);
+}
+
 TEST(OracleChunkExact, ThresholdOneRescuesEveryImportantChunk) {
   // tau = 1: every chunk with entropy < 1 is spiky. Two important chunks, r = 1: each keeps its top token,
   // the top-up fills the rest.
