@@ -190,14 +190,15 @@ class DoubleEnclosure {
     if (std::signbit(x) != std::signbit(y) ? !std::signbit(z) : std::signbit(z)) return false;
     const Significand sx = significand(x), sy = significand(y), sz = significand(z);
     // mx my lies in [2^104, 2^106) and mz in [2^52, 2^53): equal only after dropping zero bits of mx my.
-    const int drop = sz.exponent - 53 - (sx.exponent + sy.exponent - 106);  // x y = (mx my) 2^(ex + ey - 106), z = mz 2^(ez - 53)
+    // x y = (mx my) 2^(ex + ey - 106), z = mz 2^(ez - 53)
+    const int drop = sz.exponent - 53 - (sx.exponent + sy.exponent - 106);
     if (drop <= 0 || drop >= 128) return false;
     const unsigned __int128 product = static_cast<unsigned __int128>(sx.bits) * sy.bits;
     const unsigned __int128 low_bits = (static_cast<unsigned __int128>(1) << drop) - 1;
     return (product & low_bits) == 0 && (product >> drop) == sz.bits;
   }
   // |v| = bits 2^(exponent - 53) with bits in [2^52, 2^53), for finite nonzero v: frexp's exponent and its fraction
-  // times 2^53, read from the representation (frexp and ldexp were a tenth of the fuzz harness's time).
+  // times 2^53, read from the representation (frexp and ldexp were 9 % of the uninstrumented fuzz harness).
   struct Significand {
     std::uint64_t bits;
     int exponent;
