@@ -1,23 +1,33 @@
 // Batched EG-ChunkKV / ChunkKV / Page-EntroKV selection throughput, against a read-once pass over the same
-// bytes on the same device. Prints one JSON object. Built for CUDA (this file) and for the CPU build
+// bytes on the same device (medians of synchronized repeats). The CUDA build also times kvaudit's optimized
+// CPU selectors (core/select, core/paging; OpenMP over layers) on the same inputs on the host's cores, for a
+// side-by-side ratio. Prints one JSON object. Built for CUDA (this file) and for the CPU build
 // (benchmarks/gpu_select_bench_cpu.cpp includes it with KVAUDIT_BENCH_BACKEND=cpu).
 // Usage: gpu_select_bench [--tokens 32768,131072] [--layers 32] [--kv-heads 8] [--group 4] [--repeats 5]
+#include <algorithm>
+#include <chrono>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <iostream>
+#include <numeric>
 #include <sstream>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include <nlohmann/json.hpp>
 
 #include "core/compression_ratio.h"
 #include "core/gpu/gpu_select.h"
+#include "core/paging/page_selector.h"
+#include "core/select/chunk_select.h"
 
 #ifndef KVAUDIT_BENCH_BACKEND
 #define KVAUDIT_BENCH_BACKEND cuda
 #endif
+#define KVAUDIT_BENCH_STRINGIFY_(x) #x
+#define KVAUDIT_BENCH_STRINGIFY(x) KVAUDIT_BENCH_STRINGIFY_(x)
 
 namespace backend = kvaudit::gpu::KVAUDIT_BENCH_BACKEND;
 using kvaudit::Index;
@@ -43,6 +53,24 @@ std::vector<float> make_scores(std::size_t n, std::uint32_t seed) {
   }
   return v;
 }
+
+// Median wall time of `repeats` calls after one warm-up call.
+template <class Run>
+double host_median_seconds(int repeats, Run&& run) {
+  run();
+  std::vector<double> seconds;
+  for (int i = 0; i < repeats; ++i) {
+    const auto t0 = std::chrono::steady_clock::now();
+    run();
+    seconds.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+  }
+  std::nth_element(seconds.begin(), seconds.begin() + repeats / 2, seconds.end());
+  return seconds[static_cast<std::size_t>(repeats / 2)];
+}
+
+// The production CPU selector on the same scores, beside the batched one (CUDA build only: the CPU build of
+// the batched code already runs on these cores).
+constexpr bool kCompareHostSelectors = std::string_view(KVAUDIT_BENCH_STRINGIFY(KVAUDIT_BENCH_BACKEND)) == "cuda";
 
 }  // namespace
 
@@ -95,6 +123,13 @@ int main(int argc, char** argv) {
       m["input_bytes_per_s"] = score_bytes / t.seconds_per_selection;
       m["fraction_of_read_once"] = score_bytes / t.seconds_per_selection / bw;
       m["kept_total"] = t.kept_total;
+      if (kCompareHostSelectors) {
+        const kvaudit::ScoreTensor host{layers, kv_heads, T, scores};
+        std::vector<kvaudit::Selection> sel;
+        const double cpu = host_median_seconds(repeats, [&] { kvaudit::select::select_layers(host, p, sel); });
+        m["cpu_selector_seconds_all_layers"] = cpu;
+        m["cpu_over_device"] = cpu / t.seconds_per_selection;
+      }
       row[method == kvaudit::Method::EgChunkKV ? "eg_chunkkv" : "chunkkv"] = m;
     }
     // Page-EntroKV: (layers, kv_heads * G, T) attention, one selection per (layer, group).
@@ -111,6 +146,17 @@ int main(int argc, char** argv) {
     m["input_bytes_per_s"] = attn_bytes / t.seconds_per_selection;
     m["fraction_of_read_once"] = attn_bytes / t.seconds_per_selection / bw;
     m["kept_total"] = t.kept_total;
+    if (kCompareHostSelectors) {
+      const kvaudit::ScoreTensor host{layers, kv_heads * group, T, attn};
+      Index kept = 0;  // tokens, as the batched selector counts them
+      const double cpu = host_median_seconds(repeats, [&] {
+        const kvaudit::paging::PageSelection sel = kvaudit::paging::select_pages(host, pp);
+        kept = std::accumulate(sel.retained.begin(), sel.retained.end(), Index{0});
+      });
+      m["cpu_selector_seconds_all_layers"] = cpu;
+      m["cpu_over_device"] = cpu / t.seconds_per_selection;
+      m["cpu_selector_kept_total"] = kept;
+    }
     row["page_entrokv"] = m;
     out["runs"].push_back(row);
   }

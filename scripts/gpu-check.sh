@@ -4,7 +4,10 @@
 # read-once pass on the same device, and, where torch + kvpress + CUDA are importable, time kvpress's own
 # presses on the same shapes for a side-by-side ratio. Results go to $OUT (default ./gpu-check-out).
 # Without a GPU it builds and runs the CPU build of the same algorithm and says the device parts were skipped.
-# Usage: scripts/gpu-check.sh [build-dir]      env: OUT, KVAUDIT_PYTHON (default /opt/kvenv/bin/python or python3)
+# Usage: scripts/gpu-check.sh [build-dir]      env: OUT, KVAUDIT_PYTHON (default /opt/kvenv/bin/python or python3),
+#   KVAUDIT_GPU_PREBUILT=DIR: run the test and benchmark binaries in DIR (built by `cmake --build build --target
+#   gpu_device_test gpu_device_dumps_test gpu_select_bench` on a machine with the Debian -dev packages) instead of
+#   building here: a device image without GoogleTest, RapidCheck, Boost or nlohmann-json cannot configure the tree.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -26,49 +29,62 @@ fi
 
 # ---- Build (only the targets this check needs) ----------------------------------------------------------
 t0=$(date +%s)
-cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES=90 >"$out/configure.log" 2>&1
-targets=(gpu_cpu_build_test gpu_select_bench_cpu)
-if grep -q "^CMAKE_CUDA_COMPILER:" "$build/CMakeCache.txt" 2>/dev/null && [ -n "$(grep '^CMAKE_CUDA_COMPILER:' "$build/CMakeCache.txt" | cut -d= -f2)" ]; then
-  targets+=(gpu_device_test gpu_select_bench)
+{ command -v nvcc >/dev/null 2>&1 && nvcc --version | tail -2; nvidia-smi --query-gpu=driver_version,compute_cap --format=csv 2>/dev/null; } \
+  >"$out/toolchain.txt" 2>&1 || true
+if [ -n "${KVAUDIT_GPU_PREBUILT:-}" ]; then
+  bin="$KVAUDIT_GPU_PREBUILT"
+  log "prebuilt binaries from $bin (not built here)"
 else
-  log "nvcc not configured: CUDA targets not built"
+  cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES=90 >"$out/configure.log" 2>&1
+  targets=(gpu_cpu_build_test gpu_select_bench_cpu)
+  if grep -q "^CMAKE_CUDA_COMPILER:" "$build/CMakeCache.txt" 2>/dev/null && [ -n "$(grep '^CMAKE_CUDA_COMPILER:' "$build/CMakeCache.txt" | cut -d= -f2)" ]; then
+    targets+=(gpu_device_test gpu_device_dumps_test gpu_select_bench)
+  else
+    log "nvcc not configured: CUDA targets not built"
+  fi
+  cmake --build "$build" -j "$jobs" --target "${targets[@]}" >"$out/build.log" 2>&1 || { log "build FAILED (see build.log)"; tail -30 "$out/build.log" >&2; exit 1; }
+  log "built ${targets[*]} in $(( $(date +%s) - t0 )) s"
+  bin="$build/core/gpu"
 fi
-cmake --build "$build" -j "$jobs" --target "${targets[@]}" >"$out/build.log" 2>&1 || { log "build FAILED (see build.log)"; tail -30 "$out/build.log" >&2; exit 1; }
-log "built ${targets[*]} in $(( $(date +%s) - t0 )) s"
 
 status=0
-# ---- CPU build of the GPU algorithm against the oracles (always) -----------------------------------------
-if timeout 300 "$build/core/gpu/gpu_cpu_build_test" >"$out/gpu_cpu_build_test.log" 2>&1; then
-  log "CPU build vs oracles: $(grep -c '^\[       OK \]' "$out/gpu_cpu_build_test.log") tests OK"
-else
-  log "CPU build vs oracles: FAILED (gpu_cpu_build_test.log)"; status=1
+# ---- CPU build of the GPU algorithm against the oracles (CI runs it too; skipped with prebuilt binaries) --
+if [ -x "$bin/gpu_cpu_build_test" ]; then
+  if timeout 300 "$bin/gpu_cpu_build_test" >"$out/gpu_cpu_build_test.log" 2>&1; then
+    log "CPU build vs oracles: $(grep -c '^\[       OK \]' "$out/gpu_cpu_build_test.log") tests OK"
+  else
+    log "CPU build vs oracles: FAILED (gpu_cpu_build_test.log)"; status=1
+  fi
 fi
 
-# ---- Device tests ---------------------------------------------------------------------------------------
-if [ "$have_gpu" = 1 ] && [ -x "$build/core/gpu/gpu_device_test" ]; then
-  rc=0; timeout 240 "$build/core/gpu/gpu_device_test" >"$out/gpu_device_test.log" 2>&1 || rc=$?
-  # 77: tests skipped, none failed (tests/support/gtest_skip_main.cpp).
-  if [ "$rc" = 77 ] || { [ "$rc" = 0 ] && grep -q "SKIPPED" "$out/gpu_device_test.log"; }; then
-    log "device tests SKIPPED although nvidia-smi lists a GPU: treated as a failure"; status=1
-  elif [ "$rc" = 0 ]; then
-    log "device tests: $(grep -c '^\[       OK \]' "$out/gpu_device_test.log") OK"
-  else
-    log "device tests FAILED (gpu_device_test.log)"; status=1
-  fi
+# ---- Device tests: generated cases, then every real dump under data/ -------------------------------------
+if [ "$have_gpu" = 1 ]; then
+  for t in gpu_device_test gpu_device_dumps_test; do
+    [ -x "$bin/$t" ] || { log "$t not built: FAILED"; status=1; continue; }
+    rc=0; timeout 240 "$bin/$t" >"$out/$t.log" 2>&1 || rc=$?
+    # 77: tests skipped, none failed (tests/support/gtest_skip_main.cpp).
+    if [ "$rc" = 77 ] || { [ "$rc" = 0 ] && grep -q "SKIPPED" "$out/$t.log"; }; then
+      log "$t SKIPPED although nvidia-smi lists a GPU: treated as a failure"; status=1
+    elif [ "$rc" = 0 ]; then
+      log "$t: $(grep -c '^\[       OK \]' "$out/$t.log") OK; $(grep -h '^\[ gpu-device \]' "$out/$t.log" | tr '\n' ' ')"
+    else
+      log "$t FAILED, rc $rc ($t.log)"; status=1
+    fi
+  done
 fi
 
 # ---- Benchmarks -----------------------------------------------------------------------------------------
 bench=""
-[ "$have_gpu" = 1 ] && [ -x "$build/core/gpu/gpu_select_bench" ] && bench="$build/core/gpu/gpu_select_bench"
+[ "$have_gpu" = 1 ] && [ -x "$bin/gpu_select_bench" ] && bench="$bin/gpu_select_bench"
 if [ -n "$bench" ]; then
-  if timeout 240 "$bench" --tokens 32768,131072 --layers 32 --kv-heads 8 --group 4 --repeats 5 >"$out/gpu_bench.json" 2>"$out/gpu_bench.err"; then
+  if timeout 240 "$bench" --tokens 32768,131072 --layers 32 --kv-heads 8 --group 4 --repeats 11 >"$out/gpu_bench.json" 2>"$out/gpu_bench.err"; then
     log "CUDA benchmark written to gpu_bench.json"
   else
     log "CUDA benchmark FAILED (gpu_bench.err)"; status=1
   fi
 else
   # The CPU build of the benchmark, small, so the benchmark path itself is exercised everywhere.
-  if timeout 120 "$build/core/gpu/gpu_select_bench_cpu" --tokens 4096 --layers 4 --kv-heads 8 --group 4 --repeats 2 \
+  if timeout 120 "$bin/gpu_select_bench_cpu" --tokens 4096 --layers 4 --kv-heads 8 --group 4 --repeats 2 \
       >"$out/cpu_bench.json" 2>"$out/cpu_bench.err"; then
     log "CPU-build benchmark (T=4096, 4 layers; not a GPU figure) written to cpu_bench.json"
   else
@@ -79,7 +95,8 @@ fi
 # ---- kvpress on the same shapes (side by side) ------------------------------------------------------------
 py="${KVAUDIT_PYTHON:-}"
 [ -z "$py" ] && { [ -x /opt/kvenv/bin/python ] && py=/opt/kvenv/bin/python || py=python3; }
-if [ "$have_gpu" = 1 ] && "$py" -c "import torch, kvpress; assert torch.cuda.is_available()" >/dev/null 2>&1; then
+why="$("$py" -c "import torch, kvpress; assert torch.cuda.is_available(), 'no CUDA in torch'" 2>&1 | tail -1)" || true
+if [ "$have_gpu" = 1 ] && [ -z "$why" ]; then
   timeout 200 "$py" - "$out" <<'PY' >"$out/kvpress_bench.log" 2>&1 || { echo "gpu-check: kvpress benchmark FAILED (kvpress_bench.log)" >&2; status=1; }
 import json, sys, time, types
 import torch
@@ -128,7 +145,7 @@ except (OSError, KeyError, ValueError) as e:
 PY
   cat "$out/kvpress_bench.log" | tee -a "$out/summary.txt" >&2
 else
-  log "kvpress side-by-side SKIPPED (needs a GPU and importable torch + kvpress with CUDA in $py)"
+  log "kvpress side-by-side SKIPPED (needs a GPU and importable torch + kvpress with CUDA in $py: ${why:-no GPU})"
 fi
 
 log "done in $(( $(date +%s) - t0 )) s, status $status"

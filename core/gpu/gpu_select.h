@@ -39,8 +39,8 @@ struct PageSelection {
   std::vector<double> page_scores;  // every page's score (for the admissibility check on near-ties)
 };
 
-// Wall time of `repeats` selections on data already resident in device memory (upload and download
-// excluded), divided by `repeats`; what the benchmark reports.
+// Median wall time of `repeats` selections (after one warm-up, each ended by a device synchronization) on
+// data already resident in device memory, upload and download excluded; what the benchmark reports.
 struct ResidentTiming {
   double seconds_per_selection = 0.0;
   Index kept_total = 0;  // positions kept over all segments by the last run (guards against dead code)
@@ -54,7 +54,8 @@ struct ResidentTiming {
   std::vector<PageSelection> page_select(const BatchedScores& attention, const PageParams& params);       \
   ResidentTiming time_select(const BatchedScores& scores, const SelectorParams& params, int repeats);     \
   ResidentTiming time_page_select(const BatchedScores& attention, const PageParams& params, int repeats); \
-  /* Bytes/s of one pass that reads `bytes` of device memory once (the roofline the selectors face). */   \
+  /* Bytes/s of one pass that reads `bytes` of device memory once (the roofline the selectors face), from \
+     the median of `repeats` synchronized passes. */   \
   double read_once_bandwidth(Index bytes, int repeats);                                                    \
   /* Devices this backend can run on: 0 means a device test must skip. CPU build: always 1. */           \
   int device_count();                                                                                      \

@@ -2,6 +2,7 @@
 // system (THRUST_DEVICE_SYSTEM=THRUST_DEVICE_SYSTEM_OMP is set on this file by core/gpu/CMakeLists.txt).
 #define KVAUDIT_GPU_NS cpu
 #define KVAUDIT_GPU_SYNC() ((void)0)
+#define KVAUDIT_GPU_EXEC() thrust::device
 #include "core/gpu/select_impl.inl"
 #include "core/gpu/page_impl.inl"
 

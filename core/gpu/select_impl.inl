@@ -5,6 +5,12 @@
 #ifndef KVAUDIT_GPU_NS
 #error "define KVAUDIT_GPU_NS (cpu or cuda) before including select_impl.inl"
 #endif
+// KVAUDIT_GPU_EXEC(): the execution policy every algorithm call takes (the backend file defines it). On CUDA
+// it skips the stream synchronization Thrust's default policy makes after each call and takes temporary
+// storage from a cache instead of cudaMalloc/cudaFree per call; calls on one stream stay ordered.
+#ifndef KVAUDIT_GPU_EXEC
+#error "define KVAUDIT_GPU_EXEC() before including select_impl.inl"
+#endif
 
 #include <thrust/copy.h>
 #include <thrust/device_vector.h>
@@ -22,6 +28,7 @@
 #include <thrust/transform.h>
 #include <thrust/transform_reduce.h>
 
+#include <algorithm>
 #include <chrono>
 #include <climits>
 #include <cmath>
@@ -70,9 +77,9 @@ void segmented_order(const dvec<float>& values, int per_segment, bool descending
   const int n = static_cast<int>(values.size());
   keys.resize(n);
   order.resize(n);
-  thrust::transform(CountIt(0), CountIt(n), keys.begin(), detail::SegmentKey{raw(values), per_segment, descending});
-  thrust::sequence(order.begin(), order.end());
-  thrust::stable_sort_by_key(keys.begin(), keys.end(), order.begin());
+  thrust::transform(KVAUDIT_GPU_EXEC(), CountIt(0), CountIt(n), keys.begin(), detail::SegmentKey{raw(values), per_segment, descending});
+  thrust::sequence(KVAUDIT_GPU_EXEC(), order.begin(), order.end());
+  thrust::stable_sort_by_key(KVAUDIT_GPU_EXEC(), keys.begin(), keys.end(), order.begin());
 }
 
 struct Plan {
@@ -171,7 +178,7 @@ void run_chunk_selection(const Plan& plan, Workspace& ws) {
   const int S = plan.segments, T = plan.tokens, n = S * T;
   ws.keep.resize(n);
   if (plan.keep_all) {
-    thrust::fill(ws.keep.begin(), ws.keep.end(), std::uint8_t{1});
+    thrust::fill(KVAUDIT_GPU_EXEC(), ws.keep.begin(), ws.keep.end(), std::uint8_t{1});
     return;
   }
   if (plan.per_head_fallback) {
@@ -179,73 +186,73 @@ void run_chunk_selection(const Plan& plan, Workspace& ws) {
     const int rows = S * plan.rows;
     ws.keep.resize(static_cast<std::size_t>(rows) * T);
     segmented_order(ws.scores, T, true, ws.token_order, ws.keys);
-    thrust::for_each(CountIt(0), CountIt(rows * T),
+    thrust::for_each(KVAUDIT_GPU_EXEC(), CountIt(0), CountIt(rows * T),
                      detail::RankBelow{raw(ws.token_order), raw(ws.keep), T, plan.fallback_k});
     return;
   }
   const Chunking geo = plan.geo;
   const int C = S * geo.n_chunks;
   ws.x.resize(n);
-  thrust::transform(CountIt(0), CountIt(n), ws.x.begin(),
+  thrust::transform(KVAUDIT_GPU_EXEC(), CountIt(0), CountIt(n), ws.x.begin(),
                     detail::HeadSum{raw(ws.scores), plan.rows, T,
                                     plan.method == Method::EgChunkKV && plan.flavour == Flavour::Exact});
   ws.mean.resize(C);
-  thrust::transform(CountIt(0), CountIt(C), ws.mean.begin(), detail::ChunkMean{raw(ws.x), geo});
+  thrust::transform(KVAUDIT_GPU_EXEC(), CountIt(0), CountIt(C), ws.mean.begin(), detail::ChunkMean{raw(ws.x), geo});
   segmented_order(ws.mean, geo.n_chunks, true, ws.order, ws.keys);
   ws.take.resize(C);
 
   if (plan.shared_top_k) {
-    thrust::fill(ws.take.begin(), ws.take.end(), plan.budget);
-    thrust::transform(CountIt(0), CountIt(n), ws.keep.begin(), detail::WalkKeep{raw(ws.x), raw(ws.take), geo});
+    thrust::fill(KVAUDIT_GPU_EXEC(), ws.take.begin(), ws.take.end(), plan.budget);
+    thrust::transform(KVAUDIT_GPU_EXEC(), CountIt(0), CountIt(n), ws.keep.begin(), detail::WalkKeep{raw(ws.x), raw(ws.take), geo});
     return;
   }
   if (plan.method == Method::ChunkKV) {
-    thrust::for_each(CountIt(0), CountIt(C), detail::ChunkRankTake{raw(ws.order), raw(ws.take), geo, plan.budget});
-    thrust::transform(CountIt(0), CountIt(n), ws.keep.begin(), detail::WalkKeep{raw(ws.x), raw(ws.take), geo});
+    thrust::for_each(KVAUDIT_GPU_EXEC(), CountIt(0), CountIt(C), detail::ChunkRankTake{raw(ws.order), raw(ws.take), geo, plan.budget});
+    thrust::transform(KVAUDIT_GPU_EXEC(), CountIt(0), CountIt(n), ws.keep.begin(), detail::WalkKeep{raw(ws.x), raw(ws.take), geo});
     return;
   }
 
   // EG-ChunkKV. Gates: important = mean >= median(mean), spiky = entropy < tau (median(entropy) by default).
   ws.entropy.resize(C);
-  thrust::transform(CountIt(0), CountIt(C), ws.entropy.begin(), detail::ChunkEntropy{raw(ws.x), geo, plan.eps});
+  thrust::transform(KVAUDIT_GPU_EXEC(), CountIt(0), CountIt(C), ws.entropy.begin(), detail::ChunkEntropy{raw(ws.x), geo, plan.eps});
   const int nc = geo.n_chunks;
   // Ascending ranks of the middle values; the lower median is rank (nc - 1) / 2 (torch.median).
   const int lo = (nc - 1) / 2, hi = plan.mean_of_middles && nc % 2 == 0 ? nc / 2 : lo;
   ws.median.resize(S);
   // ws.order is descending: ascending rank a sits at descending position nc - 1 - a.
-  thrust::transform(CountIt(0), CountIt(S), ws.median.begin(),
+  thrust::transform(KVAUDIT_GPU_EXEC(), CountIt(0), CountIt(S), ws.median.begin(),
                     detail::AtRank{raw(ws.mean), raw(ws.order), nc, nc - 1 - lo, nc - 1 - hi});
   ws.gate.resize(S);
   if (plan.fixed_tau) {
-    thrust::fill(ws.gate.begin(), ws.gate.end(), plan.tau);
+    thrust::fill(KVAUDIT_GPU_EXEC(), ws.gate.begin(), ws.gate.end(), plan.tau);
   } else {
     segmented_order(ws.entropy, nc, false, ws.order2, ws.keys);
-    thrust::transform(CountIt(0), CountIt(S), ws.gate.begin(),
+    thrust::transform(KVAUDIT_GPU_EXEC(), CountIt(0), CountIt(S), ws.gate.begin(),
                       detail::AtRank{raw(ws.entropy), raw(ws.order2), nc, lo, hi});
   }
   // The walk as a prefix sum (proofs/10_walk_as_prefix_sum.md).
   ws.cost.resize(C);
   ws.prefix.resize(C);
-  thrust::transform(CountIt(0), CountIt(C), ws.cost.begin(),
+  thrust::transform(KVAUDIT_GPU_EXEC(), CountIt(0), CountIt(C), ws.cost.begin(),
                     detail::WalkCost{raw(ws.order), raw(ws.mean), raw(ws.entropy), raw(ws.median), raw(ws.gate),
                                      geo, plan.rescue});
   auto chunk_segment = thrust::make_transform_iterator(CountIt(0), detail::SegmentOf{nc});
-  thrust::exclusive_scan_by_key(chunk_segment, chunk_segment + C, ws.cost.begin(), ws.prefix.begin());
-  thrust::for_each(CountIt(0), CountIt(C),
+  thrust::exclusive_scan_by_key(KVAUDIT_GPU_EXEC(), chunk_segment, chunk_segment + C, ws.cost.begin(), ws.prefix.begin());
+  thrust::for_each(KVAUDIT_GPU_EXEC(), CountIt(0), CountIt(C),
                    detail::ScatterTake{raw(ws.order), raw(ws.cost), raw(ws.prefix), raw(ws.take), plan.budget});
   ws.remaining.resize(S);
-  thrust::transform(CountIt(0), CountIt(S), ws.remaining.begin(),
+  thrust::transform(KVAUDIT_GPU_EXEC(), CountIt(0), CountIt(S), ws.remaining.begin(),
                     detail::Remaining{raw(ws.cost), raw(ws.prefix), nc, plan.budget});
-  thrust::transform(CountIt(0), CountIt(n), ws.keep.begin(), detail::WalkKeep{raw(ws.x), raw(ws.take), geo});
+  thrust::transform(KVAUDIT_GPU_EXEC(), CountIt(0), CountIt(n), ws.keep.begin(), detail::WalkKeep{raw(ws.x), raw(ws.take), geo});
 
   // Top-up: the `remaining` best leftover tokens per segment, in (x desc, index asc) order.
   segmented_order(ws.x, T, true, ws.token_order, ws.keys);
   ws.leftover.resize(n);
   ws.leftover_rank.resize(n);
-  thrust::transform(CountIt(0), CountIt(n), ws.leftover.begin(), detail::NotKeptAt{raw(ws.keep), raw(ws.token_order)});
+  thrust::transform(KVAUDIT_GPU_EXEC(), CountIt(0), CountIt(n), ws.leftover.begin(), detail::NotKeptAt{raw(ws.keep), raw(ws.token_order)});
   auto token_segment = thrust::make_transform_iterator(CountIt(0), detail::SegmentOf{T});
-  thrust::exclusive_scan_by_key(token_segment, token_segment + n, ws.leftover.begin(), ws.leftover_rank.begin());
-  thrust::for_each(CountIt(0), CountIt(n),
+  thrust::exclusive_scan_by_key(KVAUDIT_GPU_EXEC(), token_segment, token_segment + n, ws.leftover.begin(), ws.leftover_rank.begin());
+  thrust::for_each(KVAUDIT_GPU_EXEC(), CountIt(0), CountIt(n),
                    detail::TopUp{raw(ws.token_order), raw(ws.leftover), raw(ws.leftover_rank), raw(ws.remaining),
                                  raw(ws.keep), T});
 }
@@ -254,25 +261,25 @@ void run_chunk_selection(const Plan& plan, Workspace& ws) {
 void compact(Workspace& ws, int rows, int tokens) {
   const int n = rows * tokens;
   ws.kept_positions.resize(n);
-  auto end = thrust::copy_if(CountIt(0), CountIt(n), ws.keep.begin(), ws.kept_positions.begin(),
+  auto end = thrust::copy_if(KVAUDIT_GPU_EXEC(), CountIt(0), CountIt(n), ws.keep.begin(), ws.kept_positions.begin(),
                              detail::NonZero{});
   ws.kept_positions.resize(static_cast<std::size_t>(end - ws.kept_positions.begin()));
   ws.counts.resize(rows);
   auto seg = thrust::make_transform_iterator(CountIt(0), detail::SegmentOf{tokens});
   auto as_int = thrust::make_transform_iterator(ws.keep.begin(), detail::NonZero{});
-  thrust::reduce_by_key(seg, seg + n, as_int, thrust::make_discard_iterator(), ws.counts.begin());
+  thrust::reduce_by_key(KVAUDIT_GPU_EXEC(), seg, seg + n, as_int, thrust::make_discard_iterator(), ws.counts.begin());
 }
 
 void upload_checked(const BatchedScores& in, Workspace& ws) {
   ws.scores.assign(in.values.begin(), in.values.end());
-  const int bad = thrust::transform_reduce(ws.scores.begin(), ws.scores.end(), detail::IsFinite{}, 0,
+  const int bad = thrust::transform_reduce(KVAUDIT_GPU_EXEC(), ws.scores.begin(), ws.scores.end(), detail::IsFinite{}, 0,
                                            thrust::plus<int>());
   if (bad != 0) throw std::invalid_argument("gpu selector: non-finite scores");
   // A float32 head sum can overflow although every score is finite; the oracle rejects that input too.
   const int n = static_cast<int>(in.segments * in.tokens);
   auto sums = thrust::make_transform_iterator(
       CountIt(0), detail::HeadSum{raw(ws.scores), static_cast<int>(in.heads_per_segment), static_cast<int>(in.tokens), false});
-  const int overflow = thrust::transform_reduce(sums, sums + n, detail::IsFinite{}, 0, thrust::plus<int>());
+  const int overflow = thrust::transform_reduce(KVAUDIT_GPU_EXEC(), sums, sums + n, detail::IsFinite{}, 0, thrust::plus<int>());
   if (overflow != 0) throw std::invalid_argument("gpu selector: a head sum overflows float32");
 }
 
@@ -300,34 +307,43 @@ std::vector<Selection> select(const BatchedScores& scores, const SelectorParams&
   return out;
 }
 
+// One warm-up run (first-touch allocations, CUDA module load), then `repeats` runs each ended by a device
+// synchronization; the median of their wall times, so one stray slow run does not move the figure.
+template <class Run>
+double median_synchronized_seconds(int repeats, Run&& run) {
+  if (repeats < 1) throw std::invalid_argument("timing needs at least one repeat");
+  run();
+  KVAUDIT_GPU_SYNC();
+  std::vector<double> seconds;
+  for (int i = 0; i < repeats; ++i) {
+    const auto t0 = std::chrono::steady_clock::now();
+    run();
+    KVAUDIT_GPU_SYNC();
+    seconds.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+  }
+  std::nth_element(seconds.begin(), seconds.begin() + repeats / 2, seconds.end());
+  return seconds[static_cast<std::size_t>(repeats / 2)];
+}
+
 ResidentTiming time_select(const BatchedScores& scores, const SelectorParams& params, int repeats) {
   const Plan plan = make_plan(scores, params);
   Workspace ws;
   upload_checked(scores, ws);
   const int rows = plan.per_head_fallback ? plan.segments * plan.rows : plan.segments;
-  run_chunk_selection(plan, ws);  // warm-up: first-touch allocations and (CUDA) module load
-  compact(ws, rows, plan.tokens);
-  KVAUDIT_GPU_SYNC();
-  const auto t0 = std::chrono::steady_clock::now();
-  for (int i = 0; i < repeats; ++i) {
+  const double median = median_synchronized_seconds(repeats, [&] {
     run_chunk_selection(plan, ws);
     compact(ws, rows, plan.tokens);
-  }
-  KVAUDIT_GPU_SYNC();
-  const auto t1 = std::chrono::steady_clock::now();
-  return {std::chrono::duration<double>(t1 - t0).count() / repeats, static_cast<Index>(ws.kept_positions.size())};
+  });
+  return {median, static_cast<Index>(ws.kept_positions.size())};
 }
 
 double read_once_bandwidth(Index bytes, int repeats) {
   const Index n = bytes / static_cast<Index>(sizeof(float));
   dvec<float> buf(static_cast<std::size_t>(n), 1.0f);
-  float sink = thrust::reduce(buf.begin(), buf.end(), 0.0f);
-  KVAUDIT_GPU_SYNC();
-  const auto t0 = std::chrono::steady_clock::now();
-  for (int i = 0; i < repeats; ++i) sink += thrust::reduce(buf.begin(), buf.end(), 0.0f);
-  const auto t1 = std::chrono::steady_clock::now();
+  float sink = 0.0f;
+  const double median = median_synchronized_seconds(repeats, [&] { sink += thrust::reduce(KVAUDIT_GPU_EXEC(), buf.begin(), buf.end(), 0.0f); });
   if (!(sink > 0.0f)) throw std::logic_error("read_once_bandwidth: reduction lost");
-  return static_cast<double>(n * sizeof(float)) * repeats / std::chrono::duration<double>(t1 - t0).count();
+  return static_cast<double>(n * sizeof(float)) / median;
 }
 
 }  // namespace kvaudit::gpu::KVAUDIT_GPU_NS
