@@ -78,6 +78,28 @@ TEST(GpuCpuBuild, SpikyChunkKeepsOnlyRescueTokens) {
   EXPECT_EQ(std::count_if(k.begin(), k.end(), [](Index t) { return t < 10; }), 2);  // r = 2 from chunk 0
 }
 
+// The top-up runs only where the chunks' costs sum to less than L: here in segment 0 (chunk 0 is important and
+// spiky, so it costs r = 1 and the walk leaves 27 - 21 = 6 tokens to the top-up) and not in segment 1 (flat: no
+// chunk is spiky), in one batch.
+TEST(GpuCpuBuild, TopUpOnlyWhereTheWalkFallsShort) {
+  const Index T = 30;
+  std::vector<float> v(static_cast<std::size_t>(2 * T), 1.0f);
+  v[3] = 100.0f;  // segment 0, chunk 0: one huge token
+  v[15] = 50.0f;  // segment 0, chunk 1: one large token, less spiky than chunk 0
+  SelectorParams p;
+  p.ratio = parse_compression_ratio("0.1");
+  p.rescue_size = 1;
+  const auto got = cpu::select(BatchedScores{2, 1, T, v}, p);
+  ASSERT_EQ(got.size(), 2u);
+  for (Index s = 0; s < 2; ++s) {
+    const Selection want = oracle::select(HeadScores{1, T, std::span<const float>(v).subspan(s * T, T)}, p);
+    ASSERT_EQ(got[s].kept, want.kept) << "segment " << s;
+    EXPECT_EQ(got[s].kept[0].size(), 27u);
+  }
+  // Segment 0 keeps 1 rescued + 6 topped-up tokens of chunk 0 and both other chunks whole.
+  EXPECT_EQ(std::count_if(got[0].kept[0].begin(), got[0].kept[0].end(), [](Index t) { return t < 10; }), 7);
+}
+
 // A NaN chunk entropy makes torch.median NaN: no chunk is spiky (tests/support/kvpress_recorded.h).
 TEST(GpuCpuBuild, NaNEntropyMakesTheGateNaN) {
   const kvaudit_test_support::NaNEntropyMedianCase c;
