@@ -230,83 +230,83 @@ void run_page_selection(const PagePlan& plan, PageWorkspace& ws) {
   auto row_of = thrust::make_transform_iterator(LongIt(0), RowOfLong{T});
   ws.mass.resize(rows);
   ws.squares.resize(rows);
-  thrust::reduce_by_key(KVAUDIT_GPU_EXEC(), row_of, row_of + cells,
+  thrust::reduce_by_key(exec(), row_of, row_of + cells,
                         thrust::make_transform_iterator(LongIt(0), NonSinkValue{raw(ws.attn), T, geo.n_sink, false}),
                         thrust::make_discard_iterator(), ws.mass.begin());
-  thrust::reduce_by_key(KVAUDIT_GPU_EXEC(), row_of, row_of + cells,
+  thrust::reduce_by_key(exec(), row_of, row_of + cells,
                         thrust::make_transform_iterator(LongIt(0), NonSinkValue{raw(ws.attn), T, geo.n_sink, true}),
                         thrust::make_discard_iterator(), ws.squares.begin());
   const bool raw_entropy = plan.params.entropy_on == EntropySource::Raw;
   if (raw_entropy) {
     ws.raw_squares.resize(rows);
-    thrust::reduce_by_key(KVAUDIT_GPU_EXEC(), row_of, row_of + cells,
+    thrust::reduce_by_key(exec(), row_of, row_of + cells,
                           thrust::make_transform_iterator(LongIt(0), NonSinkValue{raw(ws.attn), T, 0, true}),
                           thrust::make_discard_iterator(), ws.raw_squares.begin());
   }
   ws.weight.resize(rows);
-  thrust::transform(KVAUDIT_GPU_EXEC(), CountIt(0), CountIt(rows), ws.weight.begin(),
+  thrust::transform(exec(), CountIt(0), CountIt(rows), ws.weight.begin(),
                     GroupWeight{raw(ws.mass), raw(ws.squares), raw_entropy ? raw(ws.raw_squares) : nullptr, G,
                                 plan.params.pooling == PagePooling::Entropy, static_cast<int>(plan.params.inverse_temperature)});
   ws.pooled.resize(n);
-  thrust::transform(KVAUDIT_GPU_EXEC(), CountIt(0), CountIt(n), ws.pooled.begin(),
+  thrust::transform(exec(), CountIt(0), CountIt(n), ws.pooled.begin(),
                     PooledScore{raw(ws.attn), raw(ws.mass), raw(ws.weight), G, T, geo.n_sink,
                                 plan.params.source == PoolSource::SinkIsolated});
   ws.page_score.resize(NP);
   auto page_of = thrust::make_transform_iterator(CountIt(0), PageOfToken{T, geo.page, geo.n_pages});
   if (plan.params.page_score == PageScore::Sum)
-    thrust::reduce_by_key(KVAUDIT_GPU_EXEC(), page_of, page_of + n, ws.pooled.begin(), thrust::make_discard_iterator(),
+    thrust::reduce_by_key(exec(), page_of, page_of + n, ws.pooled.begin(), thrust::make_discard_iterator(),
                           ws.page_score.begin());
   else
-    thrust::reduce_by_key(KVAUDIT_GPU_EXEC(), page_of, page_of + n, ws.pooled.begin(), thrust::make_discard_iterator(),
+    thrust::reduce_by_key(exec(), page_of, page_of + n, ws.pooled.begin(), thrust::make_discard_iterator(),
                           ws.page_score.begin(), thrust::equal_to<int>(), MaxOp{});
   // Walk order (reserved by index, then score desc, index asc) per segment: two stable sorts on 64-bit keys.
   ws.keys.resize(NP);
   ws.order.resize(NP);
   ws.order_tmp.resize(NP);
-  thrust::transform(KVAUDIT_GPU_EXEC(), CountIt(0), CountIt(NP), ws.keys.begin(),
+  thrust::transform(exec(), CountIt(0), CountIt(NP), ws.keys.begin(),
                     PageWalkKey{raw(ws.page_score), geo, plan.params.sink_pages == SinkPages::Reserved});
-  thrust::sequence(KVAUDIT_GPU_EXEC(), ws.order_tmp.begin(), ws.order_tmp.end());
-  thrust::stable_sort_by_key(KVAUDIT_GPU_EXEC(), ws.keys.begin(), ws.keys.end(), ws.order_tmp.begin());
-  thrust::transform(KVAUDIT_GPU_EXEC(), CountIt(0), CountIt(NP), ws.keys.begin(), SegmentOfId{raw(ws.order_tmp), geo.n_pages});
-  thrust::sequence(KVAUDIT_GPU_EXEC(), ws.order.begin(), ws.order.end());
-  thrust::stable_sort_by_key(KVAUDIT_GPU_EXEC(), ws.keys.begin(), ws.keys.end(), ws.order.begin());
-  thrust::transform(KVAUDIT_GPU_EXEC(), CountIt(0), CountIt(NP), ws.order.begin(), Gather{raw(ws.order_tmp), raw(ws.order)});
+  thrust::sequence(exec(), ws.order_tmp.begin(), ws.order_tmp.end());
+  thrust::stable_sort_by_key(exec(), ws.keys.begin(), ws.keys.end(), ws.order_tmp.begin());
+  thrust::transform(exec(), CountIt(0), CountIt(NP), ws.keys.begin(), SegmentOfId{raw(ws.order_tmp), geo.n_pages});
+  thrust::sequence(exec(), ws.order.begin(), ws.order.end());
+  thrust::stable_sort_by_key(exec(), ws.keys.begin(), ws.keys.end(), ws.order.begin());
+  thrust::transform(exec(), CountIt(0), CountIt(NP), ws.order.begin(), Gather{raw(ws.order_tmp), raw(ws.order)});
   // The walk as a prefix sum over the sorted pages.
   ws.cost.resize(NP);
   ws.prefix.resize(NP);
   ws.fit_cost.resize(NP);
   ws.spent.resize(S);
-  thrust::transform(KVAUDIT_GPU_EXEC(), CountIt(0), CountIt(NP), ws.cost.begin(),
+  thrust::transform(exec(), CountIt(0), CountIt(NP), ws.cost.begin(),
                     PageCost{raw(ws.order), geo, plan.params.budget_unit == BudgetUnit::Pages});
   auto seg_of_page = thrust::make_transform_iterator(CountIt(0), SegmentOf{geo.n_pages});
-  thrust::exclusive_scan_by_key(KVAUDIT_GPU_EXEC(), seg_of_page, seg_of_page + NP, ws.cost.begin(), ws.prefix.begin());
-  thrust::transform(KVAUDIT_GPU_EXEC(), CountIt(0), CountIt(NP), ws.fit_cost.begin(),
+  thrust::exclusive_scan_by_key(exec(), seg_of_page, seg_of_page + NP, ws.cost.begin(), ws.prefix.begin());
+  thrust::transform(exec(), CountIt(0), CountIt(NP), ws.fit_cost.begin(),
                     PrefixFits{raw(ws.cost), raw(ws.prefix), plan.budget});
-  thrust::reduce_by_key(KVAUDIT_GPU_EXEC(), seg_of_page, seg_of_page + NP, ws.fit_cost.begin(), thrust::make_discard_iterator(),
+  thrust::reduce_by_key(exec(), seg_of_page, seg_of_page + NP, ws.fit_cost.begin(), thrust::make_discard_iterator(),
                         ws.spent.begin());
   ws.page_keep.resize(NP);
-  thrust::for_each(KVAUDIT_GPU_EXEC(), CountIt(0), CountIt(NP),
+  thrust::for_each(exec(), CountIt(0), CountIt(NP),
                    MarkPages{raw(ws.order), raw(ws.cost), raw(ws.prefix), raw(ws.spent), raw(ws.page_keep), geo,
                              plan.budget, plan.params.greedy == GreedyRule::SkipMisfits});
   ws.keep.resize(n);
-  thrust::transform(KVAUDIT_GPU_EXEC(), CountIt(0), CountIt(n), ws.keep.begin(), TokenOfKeptPage{raw(ws.page_keep), geo});
+  thrust::transform(exec(), CountIt(0), CountIt(n), ws.keep.begin(), TokenOfKeptPage{raw(ws.page_keep), geo});
 }
 
 // Compacts flags into ids and per-row counts (device side).
 void compact_flags(const dvec<std::uint8_t>& flags, int rows, int per_row, dvec<int>& ids, dvec<int>& counts) {
   const int n = rows * per_row;
   ids.resize(n);
-  auto end = thrust::copy_if(KVAUDIT_GPU_EXEC(), CountIt(0), CountIt(n), flags.begin(), ids.begin(), detail::NonZero{});
+  auto end = thrust::copy_if(exec(), CountIt(0), CountIt(n), flags.begin(), ids.begin(), detail::NonZero{});
   ids.resize(static_cast<std::size_t>(end - ids.begin()));
   counts.resize(rows);
   auto seg = thrust::make_transform_iterator(CountIt(0), detail::SegmentOf{per_row});
-  thrust::reduce_by_key(KVAUDIT_GPU_EXEC(), seg, seg + n, thrust::make_transform_iterator(flags.begin(), detail::NonZero{}),
+  thrust::reduce_by_key(exec(), seg, seg + n, thrust::make_transform_iterator(flags.begin(), detail::NonZero{}),
                         thrust::make_discard_iterator(), counts.begin());
 }
 
 void upload_pages_checked(const BatchedScores& in, PageWorkspace& ws) {
   ws.attn.assign(in.values.begin(), in.values.end());
-  const int bad = thrust::transform_reduce(KVAUDIT_GPU_EXEC(), ws.attn.begin(), ws.attn.end(), detail::IsFinite{}, 0, thrust::plus<int>());
+  const int bad = thrust::transform_reduce(exec(), ws.attn.begin(), ws.attn.end(), detail::IsFinite{}, 0, thrust::plus<int>());
   if (bad != 0) throw std::invalid_argument("page selector: non-finite attention");
 }
 

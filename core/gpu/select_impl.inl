@@ -48,6 +48,9 @@ template <class T>
 using dvec = thrust::device_vector<T>;
 using CountIt = thrust::counting_iterator<int>;
 
+// The execution policy every algorithm call below takes (KVAUDIT_GPU_EXEC, above).
+inline auto exec() { return KVAUDIT_GPU_EXEC(); }
+
 template <class T>
 T* raw(dvec<T>& v) {
   return thrust::raw_pointer_cast(v.data());
@@ -78,9 +81,9 @@ void segmented_order(const dvec<float>& values, int per_segment, bool descending
   const int n = static_cast<int>(values.size());
   keys.resize(n);
   order.resize(n);
-  thrust::transform(KVAUDIT_GPU_EXEC(), CountIt(0), CountIt(n), keys.begin(), detail::SegmentKey{raw(values), per_segment, descending});
-  thrust::sequence(KVAUDIT_GPU_EXEC(), order.begin(), order.end());
-  thrust::stable_sort_by_key(KVAUDIT_GPU_EXEC(), keys.begin(), keys.end(), order.begin());
+  thrust::transform(exec(), CountIt(0), CountIt(n), keys.begin(), detail::SegmentKey{raw(values), per_segment, descending});
+  thrust::sequence(exec(), order.begin(), order.end());
+  thrust::stable_sort_by_key(exec(), keys.begin(), keys.end(), order.begin());
 }
 
 struct Plan {
@@ -179,7 +182,7 @@ void run_chunk_selection(const Plan& plan, Workspace& ws) {
   const int S = plan.segments, T = plan.tokens, n = S * T;
   ws.keep.resize(n);
   if (plan.keep_all) {
-    thrust::fill(KVAUDIT_GPU_EXEC(), ws.keep.begin(), ws.keep.end(), std::uint8_t{1});
+    thrust::fill(exec(), ws.keep.begin(), ws.keep.end(), std::uint8_t{1});
     return;
   }
   if (plan.per_head_fallback) {
@@ -187,79 +190,79 @@ void run_chunk_selection(const Plan& plan, Workspace& ws) {
     const int rows = S * plan.rows;
     ws.keep.resize(static_cast<std::size_t>(rows) * T);
     segmented_order(ws.scores, T, true, ws.token_order, ws.keys);
-    thrust::for_each(KVAUDIT_GPU_EXEC(), CountIt(0), CountIt(rows * T),
+    thrust::for_each(exec(), CountIt(0), CountIt(rows * T),
                      detail::RankBelow{raw(ws.token_order), raw(ws.keep), T, plan.fallback_k});
     return;
   }
   const Chunking geo = plan.geo;
   const int C = S * geo.n_chunks;
   ws.x.resize(n);
-  thrust::transform(KVAUDIT_GPU_EXEC(), CountIt(0), CountIt(n), ws.x.begin(),
+  thrust::transform(exec(), CountIt(0), CountIt(n), ws.x.begin(),
                     detail::HeadSum{raw(ws.scores), plan.rows, T,
                                     plan.method == Method::EgChunkKV && plan.flavour == Flavour::Exact});
   ws.mean.resize(C);
-  thrust::transform(KVAUDIT_GPU_EXEC(), CountIt(0), CountIt(C), ws.mean.begin(), detail::ChunkMean{raw(ws.x), geo});
+  thrust::transform(exec(), CountIt(0), CountIt(C), ws.mean.begin(), detail::ChunkMean{raw(ws.x), geo});
   segmented_order(ws.mean, geo.n_chunks, true, ws.order, ws.keys);
   ws.take.resize(C);
 
   if (plan.shared_top_k) {
-    thrust::fill(KVAUDIT_GPU_EXEC(), ws.take.begin(), ws.take.end(), plan.budget);
-    thrust::transform(KVAUDIT_GPU_EXEC(), CountIt(0), CountIt(n), ws.keep.begin(), detail::WalkKeep{raw(ws.x), raw(ws.take), geo});
+    thrust::fill(exec(), ws.take.begin(), ws.take.end(), plan.budget);
+    thrust::transform(exec(), CountIt(0), CountIt(n), ws.keep.begin(), detail::WalkKeep{raw(ws.x), raw(ws.take), geo});
     return;
   }
   if (plan.method == Method::ChunkKV) {
-    thrust::for_each(KVAUDIT_GPU_EXEC(), CountIt(0), CountIt(C), detail::ChunkRankTake{raw(ws.order), raw(ws.take), geo, plan.budget});
-    thrust::transform(KVAUDIT_GPU_EXEC(), CountIt(0), CountIt(n), ws.keep.begin(), detail::WalkKeep{raw(ws.x), raw(ws.take), geo});
+    thrust::for_each(exec(), CountIt(0), CountIt(C), detail::ChunkRankTake{raw(ws.order), raw(ws.take), geo, plan.budget});
+    thrust::transform(exec(), CountIt(0), CountIt(n), ws.keep.begin(), detail::WalkKeep{raw(ws.x), raw(ws.take), geo});
     return;
   }
 
   // EG-ChunkKV. Gates: important = mean >= median(mean), spiky = entropy < tau (median(entropy) by default).
   ws.entropy.resize(C);
-  thrust::transform(KVAUDIT_GPU_EXEC(), CountIt(0), CountIt(C), ws.entropy.begin(), detail::ChunkEntropy{raw(ws.x), geo, plan.eps});
+  thrust::transform(exec(), CountIt(0), CountIt(C), ws.entropy.begin(), detail::ChunkEntropy{raw(ws.x), geo, plan.eps});
   const int nc = geo.n_chunks;
   // Ascending ranks of the middle values; the lower median is rank (nc - 1) / 2 (torch.median).
   const int lo = (nc - 1) / 2, hi = plan.mean_of_middles && nc % 2 == 0 ? nc / 2 : lo;
   ws.median.resize(S);
   // ws.order is descending: ascending rank a sits at descending position nc - 1 - a.
-  thrust::transform(KVAUDIT_GPU_EXEC(), CountIt(0), CountIt(S), ws.median.begin(),
+  thrust::transform(exec(), CountIt(0), CountIt(S), ws.median.begin(),
                     detail::AtRank{raw(ws.mean), raw(ws.order), nc, nc - 1 - lo, nc - 1 - hi});
   ws.gate.resize(S);
   if (plan.fixed_tau) {
-    thrust::fill(KVAUDIT_GPU_EXEC(), ws.gate.begin(), ws.gate.end(), plan.tau);
+    thrust::fill(exec(), ws.gate.begin(), ws.gate.end(), plan.tau);
   } else {
     segmented_order(ws.entropy, nc, false, ws.order2, ws.keys);
-    thrust::transform(KVAUDIT_GPU_EXEC(), CountIt(0), CountIt(S), ws.gate.begin(),
+    thrust::transform(exec(), CountIt(0), CountIt(S), ws.gate.begin(),
                       detail::AtRank{raw(ws.entropy), raw(ws.order2), nc, lo, hi});
   }
   // The walk as a prefix sum (proofs/10_walk_as_prefix_sum.md).
   ws.cost.resize(C);
   ws.prefix.resize(C);
-  thrust::transform(KVAUDIT_GPU_EXEC(), CountIt(0), CountIt(C), ws.cost.begin(),
+  thrust::transform(exec(), CountIt(0), CountIt(C), ws.cost.begin(),
                     detail::WalkCost{raw(ws.order), raw(ws.mean), raw(ws.entropy), raw(ws.median), raw(ws.gate),
                                      geo, plan.rescue});
   auto chunk_segment = thrust::make_transform_iterator(CountIt(0), detail::SegmentOf{nc});
-  thrust::exclusive_scan_by_key(KVAUDIT_GPU_EXEC(), chunk_segment, chunk_segment + C, ws.cost.begin(), ws.prefix.begin());
-  thrust::for_each(KVAUDIT_GPU_EXEC(), CountIt(0), CountIt(C),
+  thrust::exclusive_scan_by_key(exec(), chunk_segment, chunk_segment + C, ws.cost.begin(), ws.prefix.begin());
+  thrust::for_each(exec(), CountIt(0), CountIt(C),
                    detail::ScatterTake{raw(ws.order), raw(ws.cost), raw(ws.prefix), raw(ws.take), plan.budget});
   ws.remaining.resize(S);
-  thrust::transform(KVAUDIT_GPU_EXEC(), CountIt(0), CountIt(S), ws.remaining.begin(),
+  thrust::transform(exec(), CountIt(0), CountIt(S), ws.remaining.begin(),
                     detail::Remaining{raw(ws.cost), raw(ws.prefix), nc, plan.budget});
-  thrust::transform(KVAUDIT_GPU_EXEC(), CountIt(0), CountIt(n), ws.keep.begin(), detail::WalkKeep{raw(ws.x), raw(ws.take), geo});
+  thrust::transform(exec(), CountIt(0), CountIt(n), ws.keep.begin(), detail::WalkKeep{raw(ws.x), raw(ws.take), geo});
 
   // Top-up: the `remaining` best leftover tokens per segment, in (x desc, index asc) order. Only when the
   // chunks' costs sum to less than L in some segment (low compression with spiky chunks); skipping the
   // sort of every token otherwise saves about 40 % of a selection (ncu, docs/gpu-results.md) for one read
   // of S integers.
   const int most_remaining =
-      thrust::reduce(KVAUDIT_GPU_EXEC(), ws.remaining.begin(), ws.remaining.end(), 0, thrust::maximum<int>());
+      thrust::reduce(exec(), ws.remaining.begin(), ws.remaining.end(), 0, thrust::maximum<int>());
   if (most_remaining == 0) return;
   segmented_order(ws.x, T, true, ws.token_order, ws.keys);
   ws.leftover.resize(n);
   ws.leftover_rank.resize(n);
-  thrust::transform(KVAUDIT_GPU_EXEC(), CountIt(0), CountIt(n), ws.leftover.begin(), detail::NotKeptAt{raw(ws.keep), raw(ws.token_order)});
+  thrust::transform(exec(), CountIt(0), CountIt(n), ws.leftover.begin(), detail::NotKeptAt{raw(ws.keep), raw(ws.token_order)});
   auto token_segment = thrust::make_transform_iterator(CountIt(0), detail::SegmentOf{T});
-  thrust::exclusive_scan_by_key(KVAUDIT_GPU_EXEC(), token_segment, token_segment + n, ws.leftover.begin(), ws.leftover_rank.begin());
-  thrust::for_each(KVAUDIT_GPU_EXEC(), CountIt(0), CountIt(n),
+  thrust::exclusive_scan_by_key(exec(), token_segment, token_segment + n, ws.leftover.begin(), ws.leftover_rank.begin());
+  thrust::for_each(exec(), CountIt(0), CountIt(n),
                    detail::TopUp{raw(ws.token_order), raw(ws.leftover), raw(ws.leftover_rank), raw(ws.remaining),
                                  raw(ws.keep), T});
 }
@@ -268,25 +271,25 @@ void run_chunk_selection(const Plan& plan, Workspace& ws) {
 void compact(Workspace& ws, int rows, int tokens) {
   const int n = rows * tokens;
   ws.kept_positions.resize(n);
-  auto end = thrust::copy_if(KVAUDIT_GPU_EXEC(), CountIt(0), CountIt(n), ws.keep.begin(), ws.kept_positions.begin(),
+  auto end = thrust::copy_if(exec(), CountIt(0), CountIt(n), ws.keep.begin(), ws.kept_positions.begin(),
                              detail::NonZero{});
   ws.kept_positions.resize(static_cast<std::size_t>(end - ws.kept_positions.begin()));
   ws.counts.resize(rows);
   auto seg = thrust::make_transform_iterator(CountIt(0), detail::SegmentOf{tokens});
   auto as_int = thrust::make_transform_iterator(ws.keep.begin(), detail::NonZero{});
-  thrust::reduce_by_key(KVAUDIT_GPU_EXEC(), seg, seg + n, as_int, thrust::make_discard_iterator(), ws.counts.begin());
+  thrust::reduce_by_key(exec(), seg, seg + n, as_int, thrust::make_discard_iterator(), ws.counts.begin());
 }
 
 void upload_checked(const BatchedScores& in, Workspace& ws) {
   ws.scores.assign(in.values.begin(), in.values.end());
-  const int bad = thrust::transform_reduce(KVAUDIT_GPU_EXEC(), ws.scores.begin(), ws.scores.end(), detail::IsFinite{}, 0,
+  const int bad = thrust::transform_reduce(exec(), ws.scores.begin(), ws.scores.end(), detail::IsFinite{}, 0,
                                            thrust::plus<int>());
   if (bad != 0) throw std::invalid_argument("gpu selector: non-finite scores");
   // A float32 head sum can overflow although every score is finite; the oracle rejects that input too.
   const int n = static_cast<int>(in.segments * in.tokens);
   auto sums = thrust::make_transform_iterator(
       CountIt(0), detail::HeadSum{raw(ws.scores), static_cast<int>(in.heads_per_segment), static_cast<int>(in.tokens), false});
-  const int overflow = thrust::transform_reduce(KVAUDIT_GPU_EXEC(), sums, sums + n, detail::IsFinite{}, 0, thrust::plus<int>());
+  const int overflow = thrust::transform_reduce(exec(), sums, sums + n, detail::IsFinite{}, 0, thrust::plus<int>());
   if (overflow != 0) throw std::invalid_argument("gpu selector: a head sum overflows float32");
 }
 
@@ -348,7 +351,7 @@ double read_once_bandwidth(Index bytes, int repeats) {
   const Index n = bytes / static_cast<Index>(sizeof(float));
   dvec<float> buf(static_cast<std::size_t>(n), 1.0f);
   float sink = 0.0f;
-  const double median = median_synchronized_seconds(repeats, [&] { sink += thrust::reduce(KVAUDIT_GPU_EXEC(), buf.begin(), buf.end(), 0.0f); });
+  const double median = median_synchronized_seconds(repeats, [&] { sink += thrust::reduce(exec(), buf.begin(), buf.end(), 0.0f); });
   if (!(sink > 0.0f)) throw std::logic_error("read_once_bandwidth: reduction lost");
   return static_cast<double>(n * sizeof(float)) / median;
 }
