@@ -13,18 +13,17 @@
 namespace kvaudit::api {
 
 namespace {
-const char* method_name(Method m) { return m == Method::ChunkKV ? "chunkkv" : "eg-chunkkv"; }
 const char* flavour_name(Flavour f) { return f == Flavour::Kvpress ? "kvpress" : "exact"; }
 }  // namespace
 
 SelectorParams selector_params(const SelectOptions& a) {
-  if (a.method != "chunkkv" && a.method != "eg-chunkkv")
-    throw InputError("--method", "method", "expected chunkkv or eg-chunkkv, got '" + a.method + "'");
+  const std::optional<Method> method = method_from_name(a.method);
+  if (!method) throw InputError("--method", "method", "expected chunkkv or eg-chunkkv, got '" + a.method + "'");
   if (a.flavour != "kvpress" && a.flavour != "exact")
     throw InputError("--flavour", "flavour", "expected kvpress or exact, got '" + a.flavour + "'");
   if (a.median != "lower" && a.median != "mean") throw InputError("--median", "median", "expected lower or mean, got '" + a.median + "'");
   SelectorParams p;
-  p.method = a.method == "chunkkv" ? Method::ChunkKV : Method::EgChunkKV;
+  p.method = *method;
   p.flavour = a.flavour == "exact" ? Flavour::Exact : Flavour::Kvpress;
   p.ratio = parse_compression_ratio(a.ratio, "--compression-ratio");
   p.chunk_length = a.chunk_length ? *a.chunk_length : (p.method == Method::ChunkKV ? 20 : 10);

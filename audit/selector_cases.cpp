@@ -171,7 +171,7 @@ rc::Gen<SelectorCase> gen_selector_case(const CaseOptions& o) {
 
 void showValue(const SelectorCase& c, std::ostream& os) {
   const SelectorParams& p = c.params;
-  os << "SelectorCase{method=" << (p.method == Method::ChunkKV ? "chunkkv" : "eg-chunkkv")
+  os << "SelectorCase{method=" << method_name(p.method)
      << " flavour=" << (p.flavour == Flavour::Kvpress ? "kvpress" : "exact") << " rho=\"" << p.ratio.text << "\" c=" << p.chunk_length
      << " r=" << p.rescue_size << " tau=" << (p.entropy_threshold ? std::to_string(*p.entropy_threshold) : "median")
      << " median=" << (p.median == MedianRule::Lower ? "lower" : "mean-of-middles") << " kind=" << c.kind << " heads=" << c.heads()

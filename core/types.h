@@ -6,6 +6,7 @@
 #include <optional>
 #include <span>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace kvaudit {
@@ -47,6 +48,13 @@ struct Selection {
 };
 
 enum class Method { ChunkKV, EgChunkKV };
+// The one spelling of each method on every front end (CLI flag, Python argument, conform's wire, reports).
+inline const char* method_name(Method m) { return m == Method::ChunkKV ? "chunkkv" : "eg-chunkkv"; }
+inline std::optional<Method> method_from_name(std::string_view text) {
+  if (text == "chunkkv") return Method::ChunkKV;
+  if (text == "eg-chunkkv") return Method::EgChunkKV;
+  return std::nullopt;
+}
 
 // kvpress: the code released on PyPI, quirks included. exact: the seeds' description with the exact budget.
 enum class Flavour { Kvpress, Exact };

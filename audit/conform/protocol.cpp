@@ -26,11 +26,8 @@ const char* to_string(ProtocolErrorKind kind) {
   return "?";
 }
 
-const char* method_name(Method method) { return method == Method::ChunkKV ? "chunkkv" : "eg-chunkkv"; }
-
 Method parse_method(const std::string& text, const std::string& source) {
-  if (text == "chunkkv") return Method::ChunkKV;
-  if (text == "eg-chunkkv") return Method::EgChunkKV;
+  if (const std::optional<Method> m = method_from_name(text)) return *m;
   throw InputError(source, "method", "expected chunkkv or eg-chunkkv, got '" + text + "'");
 }
 

@@ -33,9 +33,7 @@ class ProtocolError : public std::runtime_error {
   ProtocolErrorKind kind_;
 };
 
-// "chunkkv" / "eg-chunkkv".
-const char* method_name(Method method);
-// Parses "chunkkv" / "eg-chunkkv"; throws InputError naming `source`.
+// Parses "chunkkv" / "eg-chunkkv" (method_from_name, core/types.h); throws InputError naming `source`.
 Method parse_method(const std::string& text, const std::string& source);
 
 // The ratio's decimal text rewritten as a valid JSON number with the same exact value (".9" -> "0.9").

@@ -69,8 +69,8 @@ inline AgreementCounts check_chunk_dumps(SelectFn select, bool require_canonical
           for (Index l = 0; l < t.layers; ++l) {
             const HeadScores hs{t.heads, t.tokens, t.row(l, 0).first(static_cast<std::size_t>(t.heads * t.tokens))};
             const Selection want = oracle::select(hs, p);
-            const std::string where = d.key() + " " + name + " rho " + rho +
-                                      (method == Method::ChunkKV ? " chunkkv" : " eg-chunkkv") + " layer " +
+            const std::string where = d.key() + " " + name + " rho " + rho + " " +
+                                      method_name(method) + " layer " +
                                       std::to_string(l);
             if (got[l].kept == want.kept) {
               ++n.canonical;
