@@ -98,7 +98,7 @@ py="${KVAUDIT_PYTHON:-}"
 # Why the side-by-side is skipped: the import's last error line (warnings on a successful import do not count).
 why=""
 import_log="$("$py" -c "import torch, kvpress; assert torch.cuda.is_available(), 'no CUDA in torch'" 2>&1)" ||
-  why="$(printf '%s\n' "$import_log" | tail -1)" && why="${why:-the import failed}"
+  { why="$(printf '%s\n' "$import_log" | tail -1)"; why="${why:-the import failed}"; }
 if [ "$have_gpu" = 1 ] && [ -z "$why" ]; then
   timeout 200 "$py" - "$out" <<'PY' >"$out/kvpress_bench.log" 2>&1 || { echo "gpu-check: kvpress benchmark FAILED (kvpress_bench.log)" >&2; status=1; }
 import json, sys, time, types
