@@ -38,6 +38,8 @@ detail::LazyStatistic gate_median(const std::vector<detail::LazyStatistic>& valu
   const bool two_middles = rule != MedianRule::Lower && n % 2 == 0;
   const std::size_t upper = two_middles ? lower + 1 : lower;
   std::vector<double> lows, highs;
+  lows.reserve(n);
+  highs.reserve(n);
   for (const auto& v : values) {
     lows.push_back(v.enclosure().lo());
     highs.push_back(v.enclosure().hi());
@@ -46,15 +48,16 @@ detail::LazyStatistic gate_median(const std::vector<detail::LazyStatistic>& valu
   std::nth_element(highs.begin(), highs.begin() + static_cast<std::ptrdiff_t>(upper), highs.end());
   const double floor = lows[lower], ceiling = highs[upper];  // lower middle >= floor, upper middle <= ceiling
   std::size_t below = 0;  // statistics below every middle for certain
-  std::vector<detail::LazyStatistic> candidates;
+  // Sorted through pointers: the same comparisons, and so the same order, as sorting copies, without moving them.
+  std::vector<const detail::LazyStatistic*> candidates;
   for (const auto& v : values) {
     if (v.enclosure().hi() < floor) ++below;
-    else if (!(v.enclosure().lo() > ceiling)) candidates.push_back(v);
+    else if (!(v.enclosure().lo() > ceiling)) candidates.push_back(&v);
   }
-  std::sort(candidates.begin(), candidates.end());
-  const detail::LazyStatistic& a = candidates[lower - below];
+  std::sort(candidates.begin(), candidates.end(), [](const auto* a, const auto* b) { return *a < *b; });
+  const detail::LazyStatistic& a = *candidates[lower - below];
   if (!two_middles) return a;
-  const detail::LazyStatistic& b = candidates[upper - below];
+  const detail::LazyStatistic& b = *candidates[upper - below];
   if (detail::known_equal(a.enclosure(), b.enclosure())) return a;
   return detail::LazyStatistic::mean_of(a, b);
 }
@@ -121,6 +124,9 @@ void filtered_exact_state(FilteredExactState& f, const SelectorParams& params) {
   f.own_keys.reserve(f.bounds.x.size() + 2 * f.bounds.chunks.size());
   EgState<detail::LazyStatistic>& s = f.state;
   s.chunks = f.bounds.chunks;
+  s.x.reserve(f.bounds.x.size());
+  s.score.reserve(s.chunks.size());
+  s.entropy.reserve(s.chunks.size());
   for (std::size_t j = 0; j < f.bounds.x.size(); ++j)
     s.x.emplace_back(keyed(f.bounds.x[j].lo, f.own_keys), Kind::TokenValue, static_cast<Index>(j), &f.fifty_digits);
   for (std::size_t i = 0; i < s.chunks.size(); ++i) {
@@ -143,11 +149,14 @@ Positions walk(const EgState<V>& s, Index budget, Index rescue) {
     const detail::Chunk& c = s.chunks[static_cast<std::size_t>(i)];
     Index n_kept = std::min(c.size(), budget);
     if (s.important[static_cast<std::size_t>(i)] && s.spiky[static_cast<std::size_t>(i)]) n_kept = std::min(n_kept, rescue);
+    budget -= n_kept;
+    if (n_kept == c.size()) {  // the chunk whole: its top n_i is all of it, in any order of its values
+      std::fill(keep.begin() + c.begin, keep.begin() + c.end, true);
+      continue;
+    }
     std::vector<Index> positions(static_cast<std::size_t>(c.size()));
     std::iota(positions.begin(), positions.end(), c.begin);
-    // n_kept == n_i keeps the chunk whole; otherwise the chunk's top n_kept (same thing when equal).
     for (Index j : detail::canonical_top_k(s.x, positions, n_kept)) keep[static_cast<std::size_t>(j)] = true;
-    budget -= n_kept;
   }
   if (budget > 0) {  // top-up with the highest-scoring positions not kept yet
     std::vector<Index> leftover;
