@@ -166,14 +166,19 @@ std::optional<Verdict> float32_overflow(const HeadScores& scores, const Selector
   return std::nullopt;
 }
 
-// The rules, filtered: decided in double enclosures when every comparison they make can be, else in
-// 50 digits (the naive reference, which Arithmetic::Reference50Digit always uses).
+// The rules, filtered: decided in double enclosures when every comparison they make can be (or, for EG-ChunkKV, every
+// one but near-tied token values, which `token_values` compares in 50 digits), else in 50 digits (the naive
+// reference, which Arithmetic::Reference50Digit always uses).
 template <class Rules>
-Verdict rule_stage(const AdmissibilityOptions& options, Rules rules) {
+Verdict rule_stage(const AdmissibilityOptions& options, Rules rules, const detail::FiftyDigitTokenValues* token_values = nullptr) {
   if (options.arithmetic == Arithmetic::Filtered) {
     try {
       Verdict v = rules.template operator()<DoubleEnclosure>();
-      if (options.counts) ++options.counts->decided_in_double;
+      if (options.counts) {
+        const bool some_token_values = token_values != nullptr && token_values->used();
+        ++(some_token_values ? options.counts->fell_back_to_50_digits : options.counts->decided_in_double);
+        if (some_token_values) ++options.counts->token_values_in_50_digits;
+      }
       return v;
     } catch (const detail::UndecidedInDouble&) {
       if (options.counts) ++options.counts->fell_back_to_50_digits;
@@ -262,10 +267,15 @@ Verdict check_admissible(const HeadScores& scores, const SelectorParams& params,
     if (auto v = float32_overflow(scores, params, /*rebased=*/true)) return *v;
   std::vector<bool> keep(static_cast<std::size_t>(scores.tokens), false);
   for (Index p : claimed.kept[0]) keep[static_cast<std::size_t>(p)] = true;
-  return rule_stage(options, [&]<class V>() {
-    auto bounds = detail::selector_bounds<V>(scores, params, options.rounding, params.flavour == Flavour::Exact, /*with_entropy=*/true);
-    return detail::eg_rule_check<V>(bounds, params, budget_tokens, keep);
-  });
+  const bool clamp = params.flavour == Flavour::Exact;
+  detail::FiftyDigitTokenValues token_values(scores, params, options.rounding, clamp);
+  return rule_stage(
+      options,
+      [&]<class V>() {
+        auto bounds = detail::selector_bounds<V>(scores, params, options.rounding, clamp, /*with_entropy=*/true);
+        return detail::eg_rule_check<V>(bounds, params, budget_tokens, keep, &token_values);
+      },
+      &token_values);
 }
 
 }  // namespace kvaudit::oracle

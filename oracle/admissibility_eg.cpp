@@ -234,8 +234,9 @@ struct Failure {
 template <class V>
 class EgChecker {
  public:
-  EgChecker(const SelectorBoundsOf<V>& b, const SelectorParams& params, Index budget, const std::vector<bool>& keep)
-      : b_(b), params_(params), keep_(keep), r_(params.rescue_size) {
+  EgChecker(const SelectorBoundsOf<V>& b, const SelectorParams& params, Index budget, const std::vector<bool>& keep,
+            FiftyDigitTokenValues* fifty_digit_x)
+      : b_(b), params_(params), keep_(keep), r_(params.rescue_size), fifty_digit_x_(fifty_digit_x) {
     (void)budget;  // the claim's size was checked against it already; k_i carry everything else
     n_chunks_ = static_cast<Index>(b.chunks.size());
     for (const Chunk& c : b.chunks) {
@@ -451,16 +452,20 @@ class EgChecker {
   // other kept position of the chunk (a top-up pick) ranks >= every dropped position (max lower end m_d).
   bool rescue_then_top_up_ok(Index i, const V& max_dropped_lo) const {
     std::vector<Index> kept = positions(i, true), dropped = positions(i, false);
-    auto x = [&](Index p) -> const IntervalOf<V>& { return b_.x[static_cast<std::size_t>(p)]; };
+    auto lo = [](Index p) { return End{p, false}; };
+    auto hi = [](Index p) { return End{p, true}; };
+    const End strongest_dropped{-1, false};
+    auto less = [&](End a, End b) { return compare(a, b, max_dropped_lo, /*or_equal=*/false); };
+    auto less_equal = [&](End a, End b) { return compare(a, b, max_dropped_lo, /*or_equal=*/true); };
     auto cut_at = [&](Index cand) {
-      const V& t = x(cand).hi;  // t = min over W of the upper ends
-      bool dropped_below = std::all_of(dropped.begin(), dropped.end(), [&](Index d) { return x(d).lo <= t; });
+      const End t = hi(cand);  // t = min over W of the upper ends
+      bool dropped_below = std::all_of(dropped.begin(), dropped.end(), [&](Index d) { return less_equal(lo(d), t); });
       if (!dropped_below) return false;
       Index must = 0, can = 0;
       bool conflict = false;
       for (Index p : kept) {
-        bool in_w_possible = p == cand || x(p).hi >= t;  // t itself: no comparison of a value with itself
-        bool must_be_in_w = x(p).lo > t || x(p).hi < max_dropped_lo;  // above the cut, or too weak for the top-up
+        bool in_w_possible = p == cand || less_equal(t, hi(p));  // t itself: no comparison of a value with itself
+        bool must_be_in_w = less(t, lo(p)) || less(hi(p), strongest_dropped);  // above the cut, or too weak for the top-up
         if (must_be_in_w && !in_w_possible) conflict = true;
         must += must_be_in_w ? 1 : 0;
         can += in_w_possible ? 1 : 0;
@@ -478,6 +483,44 @@ class EgChecker {
     }
     if (undecided) throw UndecidedInDouble();
     return false;
+  }
+
+  // An end of a token value's interval, or (token -1) the largest lower end among the dropped positions.
+  struct End {
+    Index token;
+    bool upper;
+  };
+  // a < b (a <= b with or_equal) between two such ends. In double enclosures a near-tie they cannot decide is decided
+  // by the same two ends in 50 digits (proof 15, item 17), or throws without fifty_digit_x_.
+  bool compare(End a, End b, const V& max_dropped_lo, bool or_equal) const {
+    auto value = [&](End e) -> const V& {
+      if (e.token < 0) return max_dropped_lo;
+      const IntervalOf<V>& v = b_.x[static_cast<std::size_t>(e.token)];
+      return e.upper ? v.hi : v.lo;
+    };
+    if constexpr (std::is_same_v<V, DoubleEnclosure>) {
+      const auto decided = or_equal ? decide_less_equal(value(a), value(b)) : decide_less(value(a), value(b));
+      if (decided) return *decided;
+      if (fifty_digit_x_ == nullptr) throw UndecidedInDouble();
+      const Real ea = fifty_digit(a), eb = fifty_digit(b);
+      return or_equal ? ea <= eb : ea < eb;
+    } else {
+      return or_equal ? value(a) <= value(b) : value(a) < value(b);
+    }
+  }
+  // The 50-digit value of an end: the 50-digit stage's own, max_dropped_lo folded as scenario_top_up folds it.
+  Real fifty_digit(End e) const {
+    if (e.token >= 0) {
+      const IntervalOf<Real>& v = fifty_digit_x_->at(e.token);
+      return e.upper ? v.hi : v.lo;
+    }
+    if (!fifty_digit_max_dropped_lo_) {
+      Real m(-std::numeric_limits<double>::infinity());
+      for (std::size_t j = 0; j < keep_.size(); ++j)
+        if (!keep_[j]) m = greater(m, fifty_digit_x_->at(static_cast<Index>(j)).lo);
+      fifty_digit_max_dropped_lo_ = m;
+    }
+    return *fifty_digit_max_dropped_lo_;
   }
 
   Failure scenario_top_up(bool explain) const {
@@ -534,17 +577,21 @@ class EgChecker {
   std::vector<Index> kept_;
   std::vector<Possible> poss_;
   Index min_important_ = 0, max_spiky_ = 0;
+  FiftyDigitTokenValues* fifty_digit_x_;
+  mutable std::optional<Real> fifty_digit_max_dropped_lo_;
 };
 
 }  // namespace
 
 template <class V>
-Verdict eg_rule_check(const SelectorBoundsOf<V>& bounds, const SelectorParams& params, Index budget, const std::vector<bool>& keep) {
-  return EgChecker<V>(bounds, params, budget, keep).run();
+Verdict eg_rule_check(const SelectorBoundsOf<V>& bounds, const SelectorParams& params, Index budget, const std::vector<bool>& keep,
+                      FiftyDigitTokenValues* fifty_digit_x) {
+  return EgChecker<V>(bounds, params, budget, keep, fifty_digit_x).run();
 }
 
-template Verdict eg_rule_check<Real>(const SelectorBoundsOf<Real>&, const SelectorParams&, Index, const std::vector<bool>&);
+template Verdict eg_rule_check<Real>(const SelectorBoundsOf<Real>&, const SelectorParams&, Index, const std::vector<bool>&,
+                                     FiftyDigitTokenValues*);
 template Verdict eg_rule_check<DoubleEnclosure>(const SelectorBoundsOf<DoubleEnclosure>&, const SelectorParams&, Index,
-                                                const std::vector<bool>&);
+                                                const std::vector<bool>&, FiftyDigitTokenValues*);
 
 }  // namespace kvaudit::oracle::detail

@@ -54,10 +54,36 @@ std::optional<TopKWitness> top_k_violation(const std::vector<IntervalOf<V>>& val
   return TopKWitness{weakest, strongest};
 }
 
+// The 50-digit token-value intervals, `selector_bounds<Real>(...).x` (which with_entropy does not change), computed on
+// first use. The filtered EG-ChunkKV rule stage compares two near-tied token values with them (proof 15, item 17)
+// instead of re-running every rule, entropies included, in 50 digits.
+class FiftyDigitTokenValues {
+ public:
+  FiftyDigitTokenValues(const HeadScores& scores, const SelectorParams& params, Rounding rounding, bool clamp)
+      : scores_(scores), params_(params), rounding_(rounding), clamp_(clamp) {}
+  FiftyDigitTokenValues(const FiftyDigitTokenValues&) = delete;
+  FiftyDigitTokenValues& operator=(const FiftyDigitTokenValues&) = delete;
+
+  const IntervalOf<Real>& at(Index j) {
+    if (!x_) x_ = selector_bounds<Real>(scores_, params_, rounding_, clamp_, /*with_entropy=*/false).x;
+    return (*x_)[static_cast<std::size_t>(j)];
+  }
+  bool used() const { return x_.has_value(); }
+
+ private:
+  const HeadScores& scores_;
+  const SelectorParams& params_;
+  Rounding rounding_;
+  bool clamp_;
+  std::optional<std::vector<IntervalOf<Real>>> x_;
+};
+
 // EG-ChunkKV's rule-by-rule stage, run after shape/range/unique/order/budget passed and L < T.
-// `keep` marks the claimed positions. V = Real or DoubleEnclosure (explicitly instantiated).
+// `keep` marks the claimed positions. V = Real or DoubleEnclosure (explicitly instantiated). `fifty_digit_x`, for
+// DoubleEnclosure: the same bounds' 50-digit token values, for the near-ties the enclosures leave undecided; without
+// it those throw UndecidedInDouble.
 template <class V>
 Verdict eg_rule_check(const SelectorBoundsOf<V>& bounds, const SelectorParams& params, Index budget,
-                      const std::vector<bool>& keep);
+                      const std::vector<bool>& keep, FiftyDigitTokenValues* fifty_digit_x = nullptr);
 
 }  // namespace kvaudit::oracle::detail

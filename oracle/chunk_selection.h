@@ -89,10 +89,13 @@ enum class Arithmetic {
   Reference50Digit,
 };
 
-// How many rule stages the filtered arithmetic decided in double, and how many it handed to 50 digits.
+// How many rule stages the filtered arithmetic decided in double, and how many needed some 50-digit value.
 struct ArithmeticCounts {
   Index decided_in_double = 0;
   Index fell_back_to_50_digits = 0;
+  // Of fell_back_to_50_digits: EG-ChunkKV stages decided in double except for near-tied token values, which were
+  // compared in 50 digits; the others re-ran every rule in 50 digits.
+  Index token_values_in_50_digits = 0;
 };
 
 struct AdmissibilityOptions {
@@ -109,7 +112,7 @@ struct AdmissibilityOptions {
   // Unsupported.
   bool any_median = false;
   Arithmetic arithmetic = Arithmetic::Filtered;
-  // When set, each rule stage run adds one to decided_in_double or fell_back_to_50_digits.
+  // When set, each rule stage run adds one to decided_in_double or fell_back_to_50_digits (ArithmeticCounts).
   ArithmeticCounts* counts = nullptr;
 };
 

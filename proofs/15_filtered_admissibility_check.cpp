@@ -43,7 +43,7 @@ long case_count() {
 const bool kParams = kvaudit_test_support::default_case_count(case_count());
 
 struct Tally {
-  long cases = 0, claims = 0, decided_in_double = 0, fell_back = 0, undecided_bounds = 0, keyed_pairs = 0;
+  long cases = 0, claims = 0, decided_in_double = 0, fell_back = 0, token_values_only = 0, undecided_bounds = 0, keyed_pairs = 0;
   long selections = 0, selections_with_fifty_digits = 0;  // filtered canonical selections (exact flavour)
   std::map<std::string, long> placements;
 };
@@ -236,6 +236,7 @@ RC_GTEST_PROP(FilteredAdmissibility, SameVerdictRuleAndMessageAsTheFiftyDigitRef
       ++tally().claims;
       tally().decided_in_double += counts.decided_in_double;
       tally().fell_back += counts.fell_back_to_50_digits;
+      tally().token_values_only += counts.token_values_in_50_digits;
     }
   }
   ++tally().cases;
@@ -336,6 +337,8 @@ TEST(FilteredAdmissibility, ZGeneratedCoverage) {
   const Tally& t = tally();
   ASSERT_GE(t.cases, case_count()) << "the property ran fewer cases than asked";
   ASSERT_GT(t.fell_back, 0) << "no generated case reached the 50-digit fallback: the near-ties do not reach the filter";
+  ASSERT_GT(t.token_values_only, 0) << "no rule stage compared near-tied token values in 50 digits (item 17)";
+  ASSERT_GT(t.fell_back, t.token_values_only) << "no rule stage re-ran in 50 digits";
   ASSERT_GT(t.keyed_pairs, 0) << "no two ends shared a tie key";
   ASSERT_GT(t.selections_with_fifty_digits, 0) << "no filtered canonical selection needed a 50-digit value: the near-ties do not reach it";
   ASSERT_GT(t.selections, t.selections_with_fifty_digits) << "every filtered canonical selection needed 50 digits";
@@ -343,7 +346,8 @@ TEST(FilteredAdmissibility, ZGeneratedCoverage) {
   for (const auto& [k, n] : t.placements) placements += (placements.empty() ? "" : ", ") + k + " " + std::to_string(n);
   ProofReport::get().cover("generated", std::to_string(t.cases) + " cases, " + std::to_string(t.claims) + " claims (" + placements +
                                             "); rule stages decided in double " + std::to_string(t.decided_in_double) +
-                                            ", fell back " + std::to_string(t.fell_back) + "; filtered canonical selections " +
+                                            ", fell back " + std::to_string(t.fell_back) + " (" + std::to_string(t.token_values_only) +
+                                            " for near-tied token values only); filtered canonical selections " +
                                             std::to_string(t.selections) + ", " + std::to_string(t.selections_with_fifty_digits) +
                                             " of them with some 50-digit value; bounds undecided " +
                                             std::to_string(t.undecided_bounds) + "; keyed pairs equal " + std::to_string(t.keyed_pairs));
