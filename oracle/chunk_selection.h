@@ -112,7 +112,7 @@ struct AdmissibilityOptions {
   // Unsupported.
   bool any_median = false;
   Arithmetic arithmetic = Arithmetic::Filtered;
-  // When set, each rule stage run adds one to decided_in_double or fell_back_to_50_digits (ArithmeticCounts).
+  // When set, each rule stage run adds one to decided_in_double or fell_back_to_50_digits.
   ArithmeticCounts* counts = nullptr;
 };
 
