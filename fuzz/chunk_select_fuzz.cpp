@@ -6,6 +6,9 @@
 // The canonical selection is the filtered one (double enclosures of the 50-digit statistics, 50 digits only for the
 // comparisons they cannot decide), the naive one by proofs/15_filtered_admissibility.md. Whether the oracle agrees
 // with its own checker is chunk_oracle_fuzz's question.
+// The optimized selector runs as select_layers runs it, with one workspace and one output kept across inputs (their
+// buffers sized by earlier, larger inputs must not leak into this one); a failing input is re-run with fresh ones,
+// and the report says whether the inputs before it mattered.
 #include <cstdint>
 #include <string>
 
@@ -25,11 +28,13 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   const SelectorParams& p = c->params;
   const HeadScores s = c->scores();
 
-  Selection fast, canonical;
+  static select::Workspace workspace;
+  static Selection fast;
+  Selection canonical;
   std::string fast_error, oracle_error;
   try {
     select::validate_params(p);
-    fast = select::select_layer(s, p);
+    select::select_layer(s, p, workspace, fast);
   } catch (const InputError& e) {
     fast_error = e.what();
   }
@@ -44,6 +49,9 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
                         "\noracle: " + (oracle_error.empty() ? "accepted" : oracle_error));
   }
   if (!fast_error.empty() || fast.kept == canonical.kept) return 0;
+  auto optimized = [&] {
+    return "\noptimized: " + positions(fast) + "\nwith a fresh workspace: " + positions(select::select_layer(s, p));
+  };
 
   // The optimized selector returns the canonical selection, tie order included, wherever its arithmetic is the
   // oracle's (the contract tests/property/core_select_property_test.cpp asserts): float32 as kvpress sums it, and
@@ -51,11 +59,11 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   // statistics may order near-ties differently from 50 digits, and admissibility is what it owes.
   if (p.flavour == Flavour::Kvpress || fuzz::exactly_representable(c->regime))
     report_and_trap("chunk select: optimized output is not the canonical one where its arithmetic is the oracle's",
-                    describe(s, p) + "\noptimized: " + positions(fast) + "\ncanonical: " + positions(canonical));
+                    describe(s, p) + optimized() + "\ncanonical: " + positions(canonical));
   Verdict v = oracle::check_admissible(s, p, fast);
   if (!v.passed()) {
     report_and_trap("chunk select: optimized output neither canonical nor admissible",
-                    describe(s, p) + "\noptimized: " + positions(fast) + "\ncanonical: " + positions(canonical) +
+                    describe(s, p) + optimized() + "\ncanonical: " + positions(canonical) +
                         "\nverdict: " + to_string(v.kind) + " " + v.rule + ": " + v.message);
   }
   return 0;

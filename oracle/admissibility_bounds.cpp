@@ -202,12 +202,16 @@ DoubleEnclosure precise_entropy(const std::vector<DoubleEnclosure>& x, const Chu
 }
 
 Real entropy_of(const std::vector<Real>& x, const Chunk& chunk, const Real& eps) { return precise_entropy(x, chunk, eps); }
-// Chunks whose 50-digit normalized entropy is exactly 0 (proofs/15_filtered_admissibility.md, item 11), where the
-// static bound would give [0, ~1e-13] and every comparison among them would need 50 digits: every rebased value 0
-// (each term is 0 log(eps) = 0), or one nonzero rebased value v with p + eps - 1 = eps (v + eps - 1) / (v + eps) above
-// 2^-160 (then the 50-digit p + eps exceeds 1, -p log(p + eps) < 0, and the clamp gives 0). Needs point head sums and
-// 0 < eps <= 1; nullopt otherwise, or when the margin is not shown.
-std::optional<DoubleEnclosure> entropy_exactly_zero(const std::vector<DoubleEnclosure>& x, const Chunk& chunk, const DoubleEnclosure& eps) {
+}  // namespace
+
+// Chunks with at most one nonzero rebased value (proofs/15_filtered_admissibility.md, item 11), where the static bound
+// would give [0, ~1e-13] and every comparison among them would need 50 digits: every rebased value 0 (each term is
+// 0 log(eps) = 0), or one nonzero rebased value v with p + eps - 1 = eps (v + eps - 1) / (v + eps) above 2^-160 (then
+// the 50-digit p + eps exceeds 1, -p log(p + eps) < 0, and the clamp gives 0), give exactly 0. One nonzero value with
+// p + eps <= 1/2 gives -p log(p + eps) / log n, which the 50-digit run computes within a relative 2^-160: its enclosure
+// one ulp wider on each side holds it (fuzz inputs with one tiny score in a chunk of zeros). Needs point head sums and
+// 0 < eps <= 1; nullopt otherwise.
+std::optional<DoubleEnclosure> entropy_of_one_value(const std::vector<DoubleEnclosure>& x, const Chunk& chunk, const DoubleEnclosure& eps) {
   if (chunk.size() < 2 || eps.lo() != eps.hi() || !(eps.lo() > 0 && eps.lo() <= 1) || !all_points(x, chunk)) return std::nullopt;
   double lowest = x[static_cast<std::size_t>(chunk.begin)].lo();
   for (Index j = chunk.begin; j < chunk.end; ++j) lowest = min_of(lowest, x[static_cast<std::size_t>(j)].lo());
@@ -224,11 +228,18 @@ std::optional<DoubleEnclosure> entropy_exactly_zero(const std::vector<DoubleEncl
   const DoubleEnclosure v = DoubleEnclosure(single) - DoubleEnclosure(shift);
   const DoubleEnclosure above_one = eps * (v + eps - DoubleEnclosure(1.0)) / (v + eps);
   if (above_one.lo() > 0x1p-160) return DoubleEnclosure(0.0);
-  return std::nullopt;
+  const DoubleEnclosure p = v / (v + eps);
+  const DoubleEnclosure argument = p + eps;
+  if (!(argument.hi() <= 0.5)) return std::nullopt;  // |log(p + eps)| >= log 2: the 50-digit log's error stays relative
+  const DoubleEnclosure h = (DoubleEnclosure(0.0) - p * log(argument)) / log(DoubleEnclosure(chunk.size()));
+  const DoubleEnclosure wider = DoubleEnclosure::between(DoubleEnclosure::down(h.lo()), DoubleEnclosure::up(h.hi()));
+  return lesser(greater(wider, DoubleEnclosure(0.0)), DoubleEnclosure(1.0));  // clamp is monotone
 }
 
+namespace {
+
 DoubleEnclosure entropy_of(const std::vector<DoubleEnclosure>& x, const Chunk& chunk, const DoubleEnclosure& eps) {
-  if (auto e = entropy_exactly_zero(x, chunk, eps)) return *e;
+  if (auto e = entropy_of_one_value(x, chunk, eps)) return *e;
   if (auto e = entropy_by_static_bound(x, chunk, eps)) return *e;
   return precise_entropy(x, chunk, eps);
 }
@@ -333,26 +344,35 @@ void key_means(IntervalOf<DoubleEnclosure>& v, const DoubleEnclosure& mean, cons
 // ExactOnly the ends are the 50-digit entropy itself (no error term), which precise_entropy computes from the
 // sorted values: a function of the multiset of exact head sums, so the id is that multiset's (permuted chunks
 // tie: common in tie-heavy scores, where they made the fuzz harness's exact-ties self-check fall back).
+// Each distinct sequence is stored once, back to back in one buffer: three allocations per chunk here were a fifth
+// of the fuzz harness's allocations (docs/hardening.md, "Fuzzing").
 class ChunkContentIds {
  public:
+  explicit ChunkContentIds(std::size_t capacity) : ids_(ContentLess{&contents_}) { contents_.reserve(capacity); }
+  ChunkContentIds(const ChunkContentIds&) = delete;  // ids_ orders through a pointer to contents_
+  ChunkContentIds& operator=(const ChunkContentIds&) = delete;
+
   void key(IntervalOf<Real>&, const std::vector<Real>&, const std::vector<double>&, const Chunk&, bool, std::vector<TieKey>&) {}
   void key(IntervalOf<DoubleEnclosure>& v, const std::vector<DoubleEnclosure>& x, const std::vector<double>& mass, const Chunk& c,
            bool exact, std::vector<TieKey>& keys) {
-    std::vector<double> content;
-    content.reserve(static_cast<std::size_t>(3 * c.size()));
+    const std::size_t begin = contents_.size();
     for (Index j = c.begin; j < c.end; ++j) {
       const TieKey* k = x[static_cast<std::size_t>(j)].key();
-      if (k == nullptr || k->formula != TieFormula::ExactTokenValue) return;
-      if (exact) content.insert(content.end(), {k->a, k->b});
-      else content.insert(content.end(), {k->a, k->b, mass[static_cast<std::size_t>(j)]});
+      if (k == nullptr || k->formula != TieFormula::ExactTokenValue) {
+        contents_.resize(begin);
+        return;
+      }
+      if (exact) contents_.insert(contents_.end(), {k->a, k->b});
+      else contents_.insert(contents_.end(), {k->a, k->b, mass[static_cast<std::size_t>(j)]});
     }
     if (exact) {  // the multiset: its (a, b) pairs in one fixed order
-      std::vector<std::pair<double, double>> pairs(content.size() / 2);
-      for (std::size_t i = 0; i < pairs.size(); ++i) pairs[i] = {content[2 * i], content[2 * i + 1]};
-      std::sort(pairs.begin(), pairs.end());
-      for (std::size_t i = 0; i < pairs.size(); ++i) std::tie(content[2 * i], content[2 * i + 1]) = pairs[i];
+      pairs_.clear();
+      for (std::size_t i = begin; i < contents_.size(); i += 2) pairs_.emplace_back(contents_[i], contents_[i + 1]);
+      std::sort(pairs_.begin(), pairs_.end());
+      for (std::size_t i = 0; i < pairs_.size(); ++i) std::tie(contents_[begin + 2 * i], contents_[begin + 2 * i + 1]) = pairs_[i];
     }
-    auto [it, added] = ids_.try_emplace(std::move(content), static_cast<double>(ids_.size()));
+    auto [it, added] = ids_.try_emplace(Content{begin, contents_.size() - begin}, static_cast<double>(ids_.size()));
+    if (!added) contents_.resize(begin);  // stored already
     if (exact) {  // both ends are the entropy in [0, 1] (precise_entropy clamps): chunk i's lower end ties chunk j's upper
       const TieKey* k = add_tie_key(keys, TieFormula::ExactOnlyEntropy, it->second);
       v.lo.set_key(k);
@@ -364,7 +384,20 @@ class ChunkContentIds {
   }
 
  private:
-  std::map<std::vector<double>, double> ids_;
+  struct Content {
+    std::size_t begin, size;  // in contents_
+  };
+  struct ContentLess {  // lexicographic, as std::vector<double>'s operator<
+    const std::vector<double>* contents;
+    bool operator()(const Content& a, const Content& b) const {
+      const auto first = contents->begin();
+      return std::lexicographical_compare(first + static_cast<std::ptrdiff_t>(a.begin), first + static_cast<std::ptrdiff_t>(a.begin + a.size),
+                                          first + static_cast<std::ptrdiff_t>(b.begin), first + static_cast<std::ptrdiff_t>(b.begin + b.size));
+    }
+  };
+  std::vector<double> contents_;
+  std::vector<std::pair<double, double>> pairs_;  // the multiset's scratch, reused
+  std::map<Content, double, ContentLess> ids_;
 };
 
 }  // namespace
@@ -397,7 +430,8 @@ SelectorBoundsOf<V> selector_bounds(const HeadScores& scores, const SelectorPara
     b.x.push_back(v);
   }
 
-  ChunkContentIds content_ids;
+  // Up to three doubles per token for the chunks' contents (DoubleEnclosure only: the 50-digit path keys nothing).
+  ChunkContentIds content_ids(std::is_same_v<V, DoubleEnclosure> ? static_cast<std::size_t>(3 * scores.tokens) : 0);
   // log n for each chunk length (c, and the partial chunk's): the same call on the same n gives the same value, and
   // Boost's 50-digit log took 2.6 % of the fuzz harness when it was called once per chunk.
   std::map<Index, V> log_of_length;

@@ -80,6 +80,11 @@ using SelectorBounds = SelectorBoundsOf<Real>;
 std::optional<DoubleEnclosure> entropy_by_static_bound(const std::vector<DoubleEnclosure>& x, const Chunk& chunk,
                                                        const DoubleEnclosure& eps);
 
+// An enclosure of the 50-digit normalized entropy of a chunk with at most one nonzero rebased value, tight where
+// the static bound's radius would swamp it (proofs/15_filtered_admissibility.md, item 11), or nullopt.
+std::optional<DoubleEnclosure> entropy_of_one_value(const std::vector<DoubleEnclosure>& x, const Chunk& chunk,
+                                                   const DoubleEnclosure& eps);
+
 // `clamp`: the exact flavour of EG-ChunkKV ranks max(0, head sum). `with_entropy`: EG-ChunkKV only.
 // V = Real or DoubleEnclosure (explicitly instantiated); the DoubleEnclosure one may throw UndecidedInDouble.
 template <class V>

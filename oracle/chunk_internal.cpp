@@ -15,6 +15,7 @@ namespace kvaudit::oracle::detail {
 
 std::vector<Chunk> chunk_layout(Index tokens, Index chunk_length) {
   std::vector<Chunk> chunks;
+  chunks.reserve(static_cast<std::size_t>(tokens / chunk_length + 1));
   for (Index begin = 0; begin < tokens; begin += chunk_length) chunks.push_back({begin, std::min(begin + chunk_length, tokens)});
   return chunks;
 }

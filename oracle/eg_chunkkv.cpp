@@ -50,6 +50,7 @@ detail::LazyStatistic gate_median(const std::vector<detail::LazyStatistic>& valu
   std::size_t below = 0;  // statistics below every middle for certain
   // Sorted through pointers: the same comparisons, and so the same order, as sorting copies, without moving them.
   std::vector<const detail::LazyStatistic*> candidates;
+  candidates.reserve(n);
   for (const auto& v : values) {
     if (v.enclosure().hi() < floor) ++below;
     else if (!(v.enclosure().lo() > ceiling)) candidates.push_back(&v);
@@ -143,6 +144,8 @@ void filtered_exact_state(FilteredExactState& f, const SelectorParams& params) {
 template <class V>
 Positions walk(const EgState<V>& s, Index budget, Index rescue) {
   Index tokens = static_cast<Index>(s.x.size());
+  Positions kept;
+  kept.reserve(static_cast<std::size_t>(budget));  // the walk keeps `budget` positions (budget < tokens)
   std::vector<bool> keep(static_cast<std::size_t>(tokens), false);
   for (Index i : detail::canonical_order(s.score)) {
     if (budget <= 0) break;
@@ -160,11 +163,11 @@ Positions walk(const EgState<V>& s, Index budget, Index rescue) {
   }
   if (budget > 0) {  // top-up with the highest-scoring positions not kept yet
     std::vector<Index> leftover;
+    leftover.reserve(static_cast<std::size_t>(tokens));
     for (Index j = 0; j < tokens; ++j)
       if (!keep[static_cast<std::size_t>(j)]) leftover.push_back(j);
     for (Index j : detail::canonical_top_k(s.x, leftover, budget)) keep[static_cast<std::size_t>(j)] = true;
   }
-  Positions kept;
   for (Index j = 0; j < tokens; ++j)
     if (keep[static_cast<std::size_t>(j)]) kept.push_back(j);
   return kept;

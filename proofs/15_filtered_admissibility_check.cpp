@@ -290,6 +290,47 @@ RC_GTEST_PROP(FilteredAdmissibility, StaticEntropyBoundEnclosesTheFiftyDigitEntr
   }
 }
 
+// Item 11 on its own: chunks of equal head sums but one (a tiny or huge score among zeros, or above a negative floor),
+// eps across [2^-900, 1]. Where entropy_of_one_value gives an enclosure, the 50-digit precise_entropy lies inside it;
+// the tally keeps how many were exactly 0 and how many were shown positive (the tiny entropies it exists for).
+struct OneValueTally {
+  long chunks = 0, enclosed = 0, zero = 0, positive = 0;
+};
+OneValueTally& one_value_tally() {
+  static OneValueTally t;
+  return t;
+}
+
+RC_GTEST_PROP(FilteredAdmissibility, OneValueEntropyEnclosesTheFiftyDigitEntropy, ()) {
+  auto float32_like = [](int low_exponent, int high_exponent) {
+    return rc::gen::map(rc::gen::pair(rc::gen::inRange(-(1 << 24), 1 << 24), rc::gen::inRange(low_exponent, high_exponent)),
+                        [](std::pair<int, int> m) { return std::ldexp(static_cast<double>(m.first), m.second - 24); });
+  };
+  const auto n = *rc::gen::inRange<Index>(2, 41);
+  const double floor = *rc::gen::weightedOneOf<double>({{3, rc::gen::just(0.0)}, {1, float32_like(-149, 131)}});
+  // Mostly above the floor (one nonzero rebased value), mostly by a tiny amount; sometimes anywhere.
+  const double above = std::fabs(*rc::gen::weightedOneOf<double>({{3, float32_like(-149, -20)}, {1, float32_like(-149, 131)}}));
+  const double single = *rc::gen::weightedOneOf<double>({{4, rc::gen::just(floor + above)}, {1, float32_like(-149, 131)}});
+  const auto at = static_cast<std::size_t>(*rc::gen::inRange<Index>(0, n));
+  const double eps = *rc::gen::weightedOneOf<double>(
+      {{2, rc::gen::element(1e-8, 1.0, 0x1p-900, 0.5, 1e-3)},
+       {3, rc::gen::map(rc::gen::inRange(-900, 1), [](int e) { return std::ldexp(1.0 + std::ldexp(static_cast<double>(e & 1023), -10), e - 1); })}});
+  std::vector<detail::DoubleEnclosure> x(static_cast<std::size_t>(n), detail::DoubleEnclosure(floor));
+  std::vector<detail::Real> reference_x(static_cast<std::size_t>(n), detail::Real(floor));
+  x[at] = detail::DoubleEnclosure(single);
+  reference_x[at] = detail::Real(single);
+  const detail::Chunk chunk{0, n};
+  ++one_value_tally().chunks;
+  const auto enclosure = detail::entropy_of_one_value(x, chunk, detail::DoubleEnclosure(eps));
+  if (!enclosure) return;
+  const detail::Real h = detail::precise_entropy(reference_x, chunk, detail::Real(eps));
+  RC_ASSERT(detail::Real(enclosure->lo()) <= h);
+  RC_ASSERT(h <= detail::Real(enclosure->hi()));
+  ++one_value_tally().enclosed;
+  if (enclosure->hi() == 0.0) ++one_value_tally().zero;
+  else if (enclosure->lo() > 0.0) ++one_value_tally().positive;
+}
+
 // Item 3's exactness test (is_product, reading significands from the representation): a product or quotient of two
 // doubles is a point exactly when the double result is the exact one, and its enclosure holds the 50-digit result
 // (a product of doubles is exact in 50 digits; a quotient's point is checked by multiplying back).
@@ -331,6 +372,16 @@ TEST(FilteredAdmissibility, ZStaticEntropyCoverage) {
   ProofReport::get().cover("static-entropy", std::to_string(t.chunks) + " chunks (" + std::to_string(t.clamped) +
                                                  " clamped to [0, 1]); largest |H50 - centre| / half-width " +
                                                  std::to_string(t.max_used));
+}
+
+TEST(FilteredAdmissibility, ZOneValueEntropyCoverage) {
+  const OneValueTally& t = one_value_tally();
+  ASSERT_GE(t.chunks, case_count()) << "the one-value property ran fewer cases than asked";
+  ASSERT_GT(t.zero, 0) << "no chunk's entropy was shown to be exactly 0";
+  ASSERT_GT(t.positive, 0) << "no chunk's tiny entropy was shown positive";
+  ProofReport::get().cover("one-value-entropy", std::to_string(t.chunks) + " chunks, " + std::to_string(t.enclosed) + " enclosed (" +
+                                                    std::to_string(t.zero) + " exactly 0, " + std::to_string(t.positive) +
+                                                    " shown positive)");
 }
 
 TEST(FilteredAdmissibility, ZGeneratedCoverage) {
