@@ -8,6 +8,7 @@
 #include <limits>
 #include <map>
 #include <optional>
+#include <span>
 #include <tuple>
 #include <type_traits>
 #include <utility>
@@ -316,9 +317,9 @@ void key_endpoints(IntervalOf<DoubleEnclosure>& v, const DoubleEnclosure& x, dou
 // A chunk mean's ends: the mean alone (ExactOnly), or the mean -/+ an error that is a function of n and of
 // the 50-digit sum A_i of the chunk's mass_j. That sum is exact when the masses (all >= 0) span fewer than
 // 160 binary orders: every partial sum then fits the 50-digit format's 166 bits.
-void key_means(IntervalOf<Real>&, const Real&, const double*, const double*, bool, std::vector<TieKey>&) {}
-void key_means(IntervalOf<DoubleEnclosure>& v, const DoubleEnclosure& mean, const double* mass_begin,
-               const double* mass_end, bool exact, std::vector<TieKey>& keys) {
+void key_means(IntervalOf<Real>&, const Real&, std::span<const double>, bool, std::vector<TieKey>&) {}
+void key_means(IntervalOf<DoubleEnclosure>& v, const DoubleEnclosure& mean, std::span<const double> masses, bool exact,
+               std::vector<TieKey>& keys) {
   const TieKey* k = mean.key();
   if (k == nullptr || k->formula != TieFormula::ExactChunkMean) return;
   if (exact) {
@@ -328,9 +329,9 @@ void key_means(IntervalOf<DoubleEnclosure>& v, const DoubleEnclosure& mean, cons
   }
   ExactDoubleSum total;
   int lowest_bit = std::numeric_limits<int>::max();
-  for (const double* m = mass_begin; m != mass_end; ++m) {
-    total.add(*m);
-    if (*m != 0) lowest_bit = std::min(lowest_bit, std::ilogb(*m) - 52);
+  for (const double m : masses) {
+    total.add(m);
+    if (m != 0) lowest_bit = std::min(lowest_bit, std::ilogb(m) - 52);
   }
   if (!total.exact) return;
   if (total.hi != 0 && std::ilogb(total.hi) + 1 - lowest_bit >= 160) return;
@@ -415,18 +416,21 @@ SelectorBoundsOf<V> selector_bounds(const HeadScores& scores, const SelectorPara
   if constexpr (std::is_same_v<V, DoubleEnclosure>) b.tie_keys.reserve(static_cast<std::size_t>(3 * scores.tokens) + 5 * b.chunks.size());
   ExactStatistics<V> stats = exact_statistics(scores, b.chunks, clamp, b.tie_keys, static_cast<V*>(nullptr));
   const std::vector<V>& x = stats.x;
-  std::vector<double> mass = abs_head_sums(scores);
-  std::vector<V> err(x.size(), V(0.0));
+  // The float32 evaluation's error terms, from mass_j = sum_h |s_hj|: ExactOnly has none.
+  std::vector<double> mass;
+  std::vector<V> err;
   if (!exact) {
+    mass = abs_head_sums(scores);
     const V head_sum_factor = safety * gamma<V>(scores.heads - 1);
-    for (std::size_t j = 0; j < x.size(); ++j) err[j] = head_sum_factor * V(mass[j]);
+    err.reserve(x.size());
+    for (std::size_t j = 0; j < x.size(); ++j) err.push_back(head_sum_factor * V(mass[j]));
   }
   b.x.reserve(x.size());
   b.score.reserve(b.chunks.size());
   if (with_entropy) b.entropy.reserve(b.chunks.size());
   for (std::size_t j = 0; j < x.size(); ++j) {
-    IntervalOf<V> v{x[j] - err[j], x[j] + err[j]};
-    key_endpoints(v, x[j], mass[j], exact, b.tie_keys);
+    IntervalOf<V> v = exact ? IntervalOf<V>{x[j], x[j]} : IntervalOf<V>{x[j] - err[j], x[j] + err[j]};
+    key_endpoints(v, x[j], exact ? 0.0 : mass[j], exact, b.tie_keys);
     b.x.push_back(v);
   }
 
@@ -453,7 +457,8 @@ SelectorBoundsOf<V> selector_bounds(const HeadScores& scores, const SelectorPara
       mean_err = safety * (gamma<V>(scores.heads + n) * abs_mass / V(n) + tiny);
     }
     IntervalOf<V> s{mean - mean_err, mean + mean_err};
-    key_means(s, mean, mass.data() + c.begin, mass.data() + c.end, exact, b.tie_keys);
+    key_means(s, mean, exact ? std::span<const double>{} : std::span<const double>(mass).subspan(static_cast<std::size_t>(c.begin), static_cast<std::size_t>(n)),
+              exact, b.tie_keys);
     b.score.push_back(s);
     if (!with_entropy) continue;
     V h = entropy_of(x, c, eps);

@@ -85,6 +85,7 @@ FilteredSelection filtered_chunkkv_select(const HeadScores& scores, const Select
     auto bounds = selector_bounds<DoubleEnclosure>(scores, params, Rounding::ExactOnly, /*clamp=*/false, /*with_entropy=*/false);
     FiftyDigitStatistics fifty_digits(scores, /*clamp=*/false, params.eps, bounds.chunks);
     std::vector<LazyStatistic> chunk_scores;
+    chunk_scores.reserve(bounds.score.size());
     for (std::size_t i = 0; i < bounds.score.size(); ++i)
       chunk_scores.emplace_back(bounds.score[i].lo, LazyStatistic::Kind::Mean, static_cast<Index>(i), &fifty_digits);
     Selection selection{{keep_top_chunks(chunk_scores, bounds.chunks, budget.chunks_kept)}};

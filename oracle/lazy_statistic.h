@@ -15,22 +15,24 @@
 
 namespace kvaudit::oracle::detail {
 
-// The naive oracle's 50-digit statistics of one layer, each computed on first use and kept.
+// The naive oracle's 50-digit statistics of one layer, each computed on first use and kept. `scores` and `chunks`
+// must outlive it. Nothing is allocated until a value is asked for: most selections decide every comparison in double.
 class FiftyDigitStatistics {
  public:
-  FiftyDigitStatistics(const HeadScores& scores, bool clamp, double eps, std::vector<Chunk> chunks)
-      : scores_(scores), clamp_(clamp), eps_(eps), chunks_(std::move(chunks)),
-        means_(chunks_.size()), entropies_(chunks_.size()) {}
+  FiftyDigitStatistics(const HeadScores& scores, bool clamp, double eps, const std::vector<Chunk>& chunks)
+      : scores_(scores), clamp_(clamp), eps_(eps), chunks_(chunks) {}
   FiftyDigitStatistics(const FiftyDigitStatistics&) = delete;
   FiftyDigitStatistics& operator=(const FiftyDigitStatistics&) = delete;
 
   const Real& token_value(Index j) { return reals()[static_cast<std::size_t>(j)]; }
   const Real& mean(Index i) {
+    if (means_.empty()) means_.resize(chunks_.size());
     auto& m = means_[static_cast<std::size_t>(i)];
     if (!m) m = exact_mean(fixed(), chunks_[static_cast<std::size_t>(i)]);
     return *m;
   }
   const Real& entropy(Index i) {
+    if (entropies_.empty()) entropies_.resize(chunks_.size());
     auto& h = entropies_[static_cast<std::size_t>(i)];
     if (!h) h = precise_entropy(reals(), chunks_[static_cast<std::size_t>(i)], Real(eps_));
     return *h;
@@ -51,7 +53,7 @@ class FiftyDigitStatistics {
   const HeadScores& scores_;
   bool clamp_;
   double eps_;
-  std::vector<Chunk> chunks_;
+  const std::vector<Chunk>& chunks_;
   std::optional<std::vector<FixedPoint>> fixed_;
   std::optional<std::vector<Real>> reals_;
   std::vector<std::optional<Real>> means_, entropies_;
