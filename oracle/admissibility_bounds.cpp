@@ -345,8 +345,8 @@ void key_means(IntervalOf<DoubleEnclosure>& v, const DoubleEnclosure& mean, std:
 // ExactOnly the ends are the 50-digit entropy itself (no error term), which precise_entropy computes from the
 // sorted values: a function of the multiset of exact head sums, so the id is that multiset's (permuted chunks
 // tie: common in tie-heavy scores, where they made the fuzz harness's exact-ties self-check fall back).
-// Each distinct sequence is stored once, back to back in one buffer: three allocations per chunk here were a fifth
-// of the fuzz harness's allocations (docs/hardening.md, "Fuzzing").
+// Each distinct sequence is stored once, back to back in one buffer, where each chunk used to allocate three times (its
+// sequence, a sorted copy, a map node): the fuzz harness allocates for every input (docs/hardening.md, "Fuzzing").
 class ChunkContentIds {
  public:
   explicit ChunkContentIds(std::size_t capacity) : ids_(ContentLess{&contents_}) { contents_.reserve(capacity); }
@@ -391,9 +391,8 @@ class ChunkContentIds {
   struct ContentLess {  // lexicographic, as std::vector<double>'s operator<
     const std::vector<double>* contents;
     bool operator()(const Content& a, const Content& b) const {
-      const auto first = contents->begin();
-      return std::lexicographical_compare(first + static_cast<std::ptrdiff_t>(a.begin), first + static_cast<std::ptrdiff_t>(a.begin + a.size),
-                                          first + static_cast<std::ptrdiff_t>(b.begin), first + static_cast<std::ptrdiff_t>(b.begin + b.size));
+      const double* first = contents->data();
+      return std::lexicographical_compare(first + a.begin, first + a.begin + a.size, first + b.begin, first + b.begin + b.size);
     }
   };
   std::vector<double> contents_;
@@ -457,8 +456,9 @@ SelectorBoundsOf<V> selector_bounds(const HeadScores& scores, const SelectorPara
       mean_err = safety * (gamma<V>(scores.heads + n) * abs_mass / V(n) + tiny);
     }
     IntervalOf<V> s{mean - mean_err, mean + mean_err};
-    key_means(s, mean, exact ? std::span<const double>{} : std::span<const double>(mass).subspan(static_cast<std::size_t>(c.begin), static_cast<std::size_t>(n)),
-              exact, b.tie_keys);
+    const std::span<const double> chunk_mass =
+        exact ? std::span<const double>{} : std::span<const double>(mass).subspan(static_cast<std::size_t>(c.begin), static_cast<std::size_t>(n));
+    key_means(s, mean, chunk_mass, exact, b.tie_keys);
     b.score.push_back(s);
     if (!with_entropy) continue;
     V h = entropy_of(x, c, eps);
