@@ -62,6 +62,38 @@ std::optional<DoubleEnclosure> entropy_by_static_bound(const std::vector<DoubleE
   return lesser(greater(e, DoubleEnclosure(0.0)), DoubleEnclosure(1.0));  // clamp is monotone
 }
 
+// Chunks with at most one nonzero rebased value (proofs/15_filtered_admissibility.md, item 11), where the static bound
+// would give [0, ~1e-13] and every comparison among them would need 50 digits: every rebased value 0 (each term is
+// 0 log(eps) = 0), or one nonzero rebased value v with p + eps - 1 = eps (v + eps - 1) / (v + eps) above 2^-160 (then
+// the 50-digit p + eps exceeds 1, -p log(p + eps) < 0, and the clamp gives 0), give exactly 0. One nonzero value with
+// p + eps <= 1/2 gives -p log(p + eps) / log n, which the 50-digit run computes within a relative 2^-160: its enclosure
+// one ulp wider on each side holds it (fuzz inputs with one tiny score in a chunk of zeros). Needs point head sums and
+// 0 < eps <= 1; nullopt otherwise.
+std::optional<DoubleEnclosure> entropy_of_one_value(const std::vector<DoubleEnclosure>& x, const Chunk& chunk, const DoubleEnclosure& eps) {
+  if (chunk.size() < 2 || eps.lo() != eps.hi() || !(eps.lo() > 0 && eps.lo() <= 1) || !all_points(x, chunk)) return std::nullopt;
+  double lowest = x[static_cast<std::size_t>(chunk.begin)].lo();
+  for (Index j = chunk.begin; j < chunk.end; ++j) lowest = min_of(lowest, x[static_cast<std::size_t>(j)].lo());
+  const double shift = min_of(lowest, 0.0);
+  Index nonzero = 0;
+  double single = 0;
+  for (Index j = chunk.begin; j < chunk.end; ++j)  // v - shift is 0 in 50 digits iff v == shift (a faithful difference)
+    if (x[static_cast<std::size_t>(j)].lo() != shift) {
+      ++nonzero;
+      single = x[static_cast<std::size_t>(j)].lo();
+    }
+  if (nonzero == 0) return DoubleEnclosure(0.0);
+  if (nonzero > 1) return std::nullopt;
+  const DoubleEnclosure v = DoubleEnclosure(single) - DoubleEnclosure(shift);
+  const DoubleEnclosure above_one = eps * (v + eps - DoubleEnclosure(1.0)) / (v + eps);
+  if (above_one.lo() > 0x1p-160) return DoubleEnclosure(0.0);
+  const DoubleEnclosure p = v / (v + eps);
+  const DoubleEnclosure argument = p + eps;
+  if (!(argument.hi() <= 0.5)) return std::nullopt;  // |log(p + eps)| >= log 2: the 50-digit log's error stays relative
+  const DoubleEnclosure h = (DoubleEnclosure(0.0) - p * log(argument)) / log(DoubleEnclosure(chunk.size()));
+  const DoubleEnclosure wider = DoubleEnclosure::between(DoubleEnclosure::down(h.lo()), DoubleEnclosure::up(h.hi()));
+  return lesser(greater(wider, DoubleEnclosure(0.0)), DoubleEnclosure(1.0));  // clamp is monotone
+}
+
 namespace {
 
 // The exact statistics both paths start from: head sums x_j (clamped at 0 when asked) and chunk means.
@@ -203,42 +235,6 @@ DoubleEnclosure precise_entropy(const std::vector<DoubleEnclosure>& x, const Chu
 }
 
 Real entropy_of(const std::vector<Real>& x, const Chunk& chunk, const Real& eps) { return precise_entropy(x, chunk, eps); }
-}  // namespace
-
-// Chunks with at most one nonzero rebased value (proofs/15_filtered_admissibility.md, item 11), where the static bound
-// would give [0, ~1e-13] and every comparison among them would need 50 digits: every rebased value 0 (each term is
-// 0 log(eps) = 0), or one nonzero rebased value v with p + eps - 1 = eps (v + eps - 1) / (v + eps) above 2^-160 (then
-// the 50-digit p + eps exceeds 1, -p log(p + eps) < 0, and the clamp gives 0), give exactly 0. One nonzero value with
-// p + eps <= 1/2 gives -p log(p + eps) / log n, which the 50-digit run computes within a relative 2^-160: its enclosure
-// one ulp wider on each side holds it (fuzz inputs with one tiny score in a chunk of zeros). Needs point head sums and
-// 0 < eps <= 1; nullopt otherwise.
-std::optional<DoubleEnclosure> entropy_of_one_value(const std::vector<DoubleEnclosure>& x, const Chunk& chunk, const DoubleEnclosure& eps) {
-  if (chunk.size() < 2 || eps.lo() != eps.hi() || !(eps.lo() > 0 && eps.lo() <= 1) || !all_points(x, chunk)) return std::nullopt;
-  double lowest = x[static_cast<std::size_t>(chunk.begin)].lo();
-  for (Index j = chunk.begin; j < chunk.end; ++j) lowest = min_of(lowest, x[static_cast<std::size_t>(j)].lo());
-  const double shift = min_of(lowest, 0.0);
-  Index nonzero = 0;
-  double single = 0;
-  for (Index j = chunk.begin; j < chunk.end; ++j)  // v - shift is 0 in 50 digits iff v == shift (a faithful difference)
-    if (x[static_cast<std::size_t>(j)].lo() != shift) {
-      ++nonzero;
-      single = x[static_cast<std::size_t>(j)].lo();
-    }
-  if (nonzero == 0) return DoubleEnclosure(0.0);
-  if (nonzero > 1) return std::nullopt;
-  const DoubleEnclosure v = DoubleEnclosure(single) - DoubleEnclosure(shift);
-  const DoubleEnclosure above_one = eps * (v + eps - DoubleEnclosure(1.0)) / (v + eps);
-  if (above_one.lo() > 0x1p-160) return DoubleEnclosure(0.0);
-  const DoubleEnclosure p = v / (v + eps);
-  const DoubleEnclosure argument = p + eps;
-  if (!(argument.hi() <= 0.5)) return std::nullopt;  // |log(p + eps)| >= log 2: the 50-digit log's error stays relative
-  const DoubleEnclosure h = (DoubleEnclosure(0.0) - p * log(argument)) / log(DoubleEnclosure(chunk.size()));
-  const DoubleEnclosure wider = DoubleEnclosure::between(DoubleEnclosure::down(h.lo()), DoubleEnclosure::up(h.hi()));
-  return lesser(greater(wider, DoubleEnclosure(0.0)), DoubleEnclosure(1.0));  // clamp is monotone
-}
-
-namespace {
-
 DoubleEnclosure entropy_of(const std::vector<DoubleEnclosure>& x, const Chunk& chunk, const DoubleEnclosure& eps) {
   if (auto e = entropy_of_one_value(x, chunk, eps)) return *e;
   if (auto e = entropy_by_static_bound(x, chunk, eps)) return *e;

@@ -242,6 +242,16 @@ RC_GTEST_PROP(FilteredAdmissibility, SameVerdictRuleAndMessageAsTheFiftyDigitRef
   ++tally().cases;
 }
 
+// A float32-like value: a signed 24-bit significand times 2^(e - 24), e in [low_exponent, high_exponent).
+rc::Gen<double> float32_like(int low_exponent, int high_exponent) {
+  return rc::gen::map(rc::gen::pair(rc::gen::inRange(-(1 << 24), 1 << 24), rc::gen::inRange(low_exponent, high_exponent)),
+                      [](std::pair<int, int> m) { return std::ldexp(static_cast<double>(m.first), m.second - 24); });
+}
+// An eps across [2^-900, 1]: 10-bit significands at every binary order.
+rc::Gen<double> eps_across_orders() {
+  return rc::gen::map(rc::gen::inRange(-900, 1), [](int e) { return std::ldexp(1.0 + std::ldexp(static_cast<double>(e & 1023), -10), e - 1); });
+}
+
 // The static entropy bound on its own, over harder chunks than the selector cases reach: values across the float32
 // range times a few heads (tiny, huge, negative, zero, pooled ties), n up to 300, eps across [2^-900, 1]. The 50-digit
 // precise_entropy lies inside entropy_by_static_bound; the tally keeps how much of the bound was used.
@@ -257,22 +267,20 @@ StaticEntropyTally& static_tally() {
 RC_GTEST_PROP(FilteredAdmissibility, StaticEntropyBoundEnclosesTheFiftyDigitEntropy, ()) {
   const auto n = static_cast<Index>(*rc::gen::weightedOneOf<int>({{15, rc::gen::inRange(2, 33)}, {1, rc::gen::inRange(33, 301)}}));
   const std::vector<double> pool = *rc::gen::container<std::vector<double>>(
-      4, rc::gen::map(rc::gen::pair(rc::gen::inRange(-(1 << 24), 1 << 24), rc::gen::inRange(-149, 128)),
-                      [](std::pair<int, int> m) { return std::ldexp(static_cast<double>(m.first), m.second - 24); }));
+      4, float32_like(-149, 128));
   std::vector<detail::DoubleEnclosure> x;
   std::vector<detail::Real> reference_x;
   for (Index j = 0; j < n; ++j) {
     const double v = *rc::gen::weightedOneOf<double>(
         {{4, rc::gen::elementOf(pool)},
          {1, rc::gen::just(0.0)},
-         {4, rc::gen::map(rc::gen::pair(rc::gen::inRange(-(1 << 24), 1 << 24), rc::gen::inRange(-149, 131)),
-                          [](std::pair<int, int> m) { return std::ldexp(static_cast<double>(m.first), m.second - 24); })}});
+         {4, float32_like(-149, 131)}});
     x.emplace_back(v);
     reference_x.emplace_back(v);
   }
   const double eps = *rc::gen::weightedOneOf<double>(
       {{2, rc::gen::element(1e-8, 1.0, 0x1p-900, 0.5, 1e-300)},
-       {3, rc::gen::map(rc::gen::inRange(-900, 1), [](int e) { return std::ldexp(1.0 + std::ldexp(static_cast<double>(e & 1023), -10), e - 1); })}});
+       {3, eps_across_orders()}});
   RC_PRE(eps >= 0x1p-900 && eps <= 1.0);
   const detail::Chunk chunk{0, n};
   const auto enclosure = detail::entropy_by_static_bound(x, chunk, detail::DoubleEnclosure(eps));
@@ -302,10 +310,6 @@ OneValueTally& one_value_tally() {
 }
 
 RC_GTEST_PROP(FilteredAdmissibility, OneValueEntropyEnclosesTheFiftyDigitEntropy, ()) {
-  auto float32_like = [](int low_exponent, int high_exponent) {
-    return rc::gen::map(rc::gen::pair(rc::gen::inRange(-(1 << 24), 1 << 24), rc::gen::inRange(low_exponent, high_exponent)),
-                        [](std::pair<int, int> m) { return std::ldexp(static_cast<double>(m.first), m.second - 24); });
-  };
   const auto n = *rc::gen::inRange<Index>(2, 41);
   const double floor = *rc::gen::weightedOneOf<double>({{3, rc::gen::just(0.0)}, {1, float32_like(-149, 131)}});
   // Mostly above the floor (one nonzero rebased value), mostly by a tiny amount; sometimes anywhere.
@@ -313,8 +317,7 @@ RC_GTEST_PROP(FilteredAdmissibility, OneValueEntropyEnclosesTheFiftyDigitEntropy
   const double single = *rc::gen::weightedOneOf<double>({{4, rc::gen::just(floor + above)}, {1, float32_like(-149, 131)}});
   const auto at = static_cast<std::size_t>(*rc::gen::inRange<Index>(0, n));
   const double eps = *rc::gen::weightedOneOf<double>(
-      {{2, rc::gen::element(1e-8, 1.0, 0x1p-900, 0.5, 1e-3)},
-       {3, rc::gen::map(rc::gen::inRange(-900, 1), [](int e) { return std::ldexp(1.0 + std::ldexp(static_cast<double>(e & 1023), -10), e - 1); })}});
+      {{2, rc::gen::element(1e-8, 1.0, 0x1p-900, 0.5, 1e-3)}, {3, eps_across_orders()}});
   std::vector<detail::DoubleEnclosure> x(static_cast<std::size_t>(n), detail::DoubleEnclosure(floor));
   std::vector<detail::Real> reference_x(static_cast<std::size_t>(n), detail::Real(floor));
   x[at] = detail::DoubleEnclosure(single);
