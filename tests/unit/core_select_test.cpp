@@ -1,8 +1,12 @@
 // Hand-checked cases for the optimized ChunkKV / EG-ChunkKV selectors (core/select), both flavours.
 #include <gtest/gtest.h>
 
+#include <cmath>
+#include <random>
+
 #include "core/error.h"
 #include "core/select/chunk_select.h"
+#include "core/select/chunk_stats.h"
 #include "tests/support/kvpress_recorded.h"
 
 namespace kvaudit {
@@ -168,6 +172,36 @@ TEST(CoreSelect, RejectsNonFiniteScoresAndOverflowingHeadSums) {
   EXPECT_THROW(select::select_layer(big.view(), params(Method::ChunkKV, Flavour::Kvpress, "0.5", 1)), InputError);
   Layer empty{1, 0, {}};
   EXPECT_THROW(select::select_layer(empty.view(), params(Method::ChunkKV, Flavour::Kvpress, "0.5", 1)), InputError);
+}
+
+// head_sum reads up to eight head rows in one loop; every head count must still add h = 0, 1, ..., H-1 in turn.
+// Magnitudes from 2^-30 to 2^30 with both signs make float32 sums depend on the order.
+template <class V>
+void expect_head_sums_in_order() {
+  std::mt19937 rng(7);
+  std::uniform_int_distribution<int> exponent(-30, 30);
+  std::uniform_real_distribution<float> mantissa(-2.0f, 2.0f);
+  for (Index H : {1, 2, 7, 8, 9, 15, 16, 17, 20}) {
+    const Index T = 1037;  // two full blocks of 512 and a partial one
+    Layer layer{H, T, std::vector<float>(static_cast<std::size_t>(H * T))};
+    for (float& v : layer.values) v = std::ldexp(mantissa(rng), exponent(rng));
+    std::vector<V> got(static_cast<std::size_t>(T));
+    ASSERT_TRUE(select::detail::head_sum<V>(layer.view(), got));
+    Index differs_from_reversed = 0;
+    for (Index t = 0; t < T; ++t) {
+      V in_order = 0, reversed = 0;
+      for (Index h = 0; h < H; ++h) in_order += static_cast<V>(layer.values[static_cast<std::size_t>(h * T + t)]);
+      for (Index h = H - 1; h >= 0; --h) reversed += static_cast<V>(layer.values[static_cast<std::size_t>(h * T + t)]);
+      ASSERT_EQ(got[static_cast<std::size_t>(t)], in_order) << "H = " << H << ", t = " << t;
+      differs_from_reversed += in_order != reversed;
+    }
+    if (H >= 3) EXPECT_GT(differs_from_reversed, 0) << "H = " << H << ": the data cannot tell the orders apart";
+  }
+}
+
+TEST(CoreSelect, HeadSumAddsTheHeadsInOrderForEveryHeadCount) {
+  expect_head_sums_in_order<float>();
+  expect_head_sums_in_order<double>();
 }
 
 TEST(CoreSelect, BatchFirstElementSharesElementZerosSelection) {
