@@ -1,7 +1,8 @@
 // Optimized ChunkKV / EG-ChunkKV over all layers (32 x 8 kv heads x T) against reading the tensor once.
 //
-// BM_ReadOnce sums every value of the same tensor with the same threads: the floor any selector that must
-// look at every score pays. The figure of merit is time(EG-ChunkKV) / time(ReadOnce) at the same T
+// BM_ReadOnce sums every value of the same tensor with the same threads, in the fastest reading measured (a
+// layer's head rows side by side): the floor any selector that must look at every score pays. BM_ReadOnceFlat
+// (the old floor) and BM_HeadSum (the selectors' first pass) show where that floor comes from. The figure of merit is time(EG-ChunkKV) / time(ReadOnce) at the same T
 // (issue 30: <= 2 for EG-ChunkKV at cr 0.9 and 0.5, T = 128k; docs/chunk-selection.md has the measured ratios). All
 // times are wall-clock (UseRealTime) because the work runs on OpenMP threads.
 #include <benchmark/benchmark.h>
@@ -66,7 +67,7 @@ void BM_ReadOnceFlat(benchmark::State& state) {
 }
 
 // The floor: a layer's eight head rows read side by side (eight streams, four accumulators). On a Sapphire
-// Rapids VM this is 1.4x faster than the flat loop above, which was the floor until 2026-12-05
+// Rapids VM this is 1.5x faster than the flat loop above, which was the floor until 2026-12-05
 // (docs/chunk-selection.md); the selectors' head sum reads the rows the same way.
 void BM_ReadOnce(benchmark::State& state) {
   const kvaudit::Index T = state.range(0);
