@@ -46,74 +46,67 @@ void set_counters(benchmark::State& state, kvaudit::Index tokens) {
       benchmark::Counter(calls * static_cast<double>(tokens * kLayers), benchmark::Counter::kIsRate);
 }
 
-// One stream per layer: the layer's values in memory order, one vector accumulator.
-void BM_ReadOnceFlat(benchmark::State& state) {
-  const kvaudit::Index T = state.range(0);
-  const kvaudit::ScoreTensor& s = scores_for(T);
-  const auto per_layer = static_cast<std::size_t>(kHeads * T);
+// Calls per_layer(l) for every layer on the OpenMP threads (the selectors' schedule), once per iteration; the sum
+// of what it returns is kept alive.
+template <class PerLayer>
+void over_layers(benchmark::State& state, const PerLayer& per_layer) {
   for (auto _ : state) {
     double total = 0.0;
 #pragma omp parallel for schedule(dynamic, 1) reduction(+ : total)
-    for (kvaudit::Index l = 0; l < kLayers; ++l) {
-      const float* v = s.values.data() + static_cast<std::size_t>(l) * per_layer;
-      float acc = 0.0f;
-#pragma omp simd reduction(+ : acc)
-      for (std::size_t i = 0; i < per_layer; ++i) acc += v[i];
-      total += acc;
-    }
+    for (kvaudit::Index l = 0; l < kLayers; ++l) total += per_layer(l);
     benchmark::DoNotOptimize(total);
   }
-  set_counters(state, T);
+  set_counters(state, state.range(0));
+}
+
+const float* layer_values(const kvaudit::ScoreTensor& s, kvaudit::Index l) {
+  return s.values.data() + static_cast<std::size_t>(l * kHeads * s.tokens);
+}
+
+// One stream per layer: the layer's values in memory order, one vector accumulator.
+void BM_ReadOnceFlat(benchmark::State& state) {
+  const kvaudit::ScoreTensor& s = scores_for(state.range(0));
+  const auto n = static_cast<std::size_t>(kHeads * s.tokens);
+  over_layers(state, [&](kvaudit::Index l) {
+    const float* v = layer_values(s, l);
+    float acc = 0.0f;
+#pragma omp simd reduction(+ : acc)
+    for (std::size_t i = 0; i < n; ++i) acc += v[i];
+    return acc;
+  });
 }
 
 // The floor: a layer's eight head rows read side by side (eight streams, four accumulators). On a Sapphire
 // Rapids VM this is 1.5x faster than the flat loop above, which was the floor until 2026-12-05
 // (docs/chunk-selection.md); the selectors' head sum reads the rows the same way.
 void BM_ReadOnce(benchmark::State& state) {
-  const kvaudit::Index T = state.range(0);
-  const kvaudit::ScoreTensor& s = scores_for(T);
+  const kvaudit::ScoreTensor& s = scores_for(state.range(0));
   static_assert(kHeads == 8);
-  const auto row = static_cast<std::size_t>(T);
-  for (auto _ : state) {
-    double total = 0.0;
-#pragma omp parallel for schedule(dynamic, 1) reduction(+ : total)
-    for (kvaudit::Index l = 0; l < kLayers; ++l) {
-      const float* r = s.values.data() + static_cast<std::size_t>(l) * kHeads * row;
-      float a0 = 0.0f, a1 = 0.0f, a2 = 0.0f, a3 = 0.0f;
+  const auto row = static_cast<std::size_t>(s.tokens);
+  over_layers(state, [&](kvaudit::Index l) {
+    const float* r = layer_values(s, l);
+    float a0 = 0.0f, a1 = 0.0f, a2 = 0.0f, a3 = 0.0f;
 #pragma omp simd reduction(+ : a0, a1, a2, a3)
-      for (std::size_t t = 0; t < row; ++t) {
-        a0 += r[t] + r[row + t];
-        a1 += r[2 * row + t] + r[3 * row + t];
-        a2 += r[4 * row + t] + r[5 * row + t];
-        a3 += r[6 * row + t] + r[7 * row + t];
-      }
-      total += (a0 + a1) + (a2 + a3);
+    for (std::size_t t = 0; t < row; ++t) {
+      a0 += r[t] + r[row + t];
+      a1 += r[2 * row + t] + r[3 * row + t];
+      a2 += r[4 * row + t] + r[5 * row + t];
+      a3 += r[6 * row + t] + r[7 * row + t];
     }
-    benchmark::DoNotOptimize(total);
-  }
-  set_counters(state, T);
+    return (a0 + a1) + (a2 + a3);
+  });
 }
 
-// The selectors' first pass alone: every layer's float32 head sum, one buffer per thread.
+// The selectors' first pass alone: every layer's float32 head sum, into one buffer per thread.
 void BM_HeadSum(benchmark::State& state) {
-  const kvaudit::Index T = state.range(0);
-  const kvaudit::ScoreTensor& s = scores_for(T);
-  const auto per_layer = static_cast<std::size_t>(kHeads * T);
-  for (auto _ : state) {
-    int bad = 0;
-#pragma omp parallel reduction(| : bad)
-    {
-      thread_local std::vector<float> x;
-      x.resize(static_cast<std::size_t>(T));
-#pragma omp for schedule(dynamic, 1)
-      for (kvaudit::Index l = 0; l < kLayers; ++l) {
-        const kvaudit::HeadScores layer{kHeads, T, {s.values.data() + static_cast<std::size_t>(l) * per_layer, per_layer}};
-        bad |= !kvaudit::select::detail::head_sum<float>(layer, x);
-      }
-    }
-    benchmark::DoNotOptimize(bad);
-  }
-  set_counters(state, T);
+  const kvaudit::ScoreTensor& s = scores_for(state.range(0));
+  const auto n = static_cast<std::size_t>(kHeads * s.tokens);
+  over_layers(state, [&](kvaudit::Index l) {
+    thread_local std::vector<float> x;
+    x.resize(static_cast<std::size_t>(s.tokens));
+    const kvaudit::HeadScores layer{kHeads, s.tokens, {layer_values(s, l), n}};
+    return kvaudit::select::detail::head_sum<float>(layer, x) ? x[0] : -1.0f;
+  });
 }
 
 kvaudit::SelectorParams params_for(kvaudit::Method method, const char* ratio) {
