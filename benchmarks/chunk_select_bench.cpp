@@ -2,9 +2,10 @@
 //
 // BM_ReadOnce sums every value of the same tensor with the same threads, in the fastest reading measured (a
 // layer's head rows side by side): the floor any selector that must look at every score pays. BM_ReadOnceFlat
-// (the old floor) and BM_HeadSum (the selectors' first pass) show where that floor comes from. The figure of merit is time(EG-ChunkKV) / time(ReadOnce) at the same T
-// (issue 30: <= 2 for EG-ChunkKV at cr 0.9 and 0.5, T = 128k; docs/chunk-selection.md has the measured ratios). All
-// times are wall-clock (UseRealTime) because the work runs on OpenMP threads.
+// (the old floor) and BM_HeadSum (the selectors' first pass) show where that floor comes from. The figure of
+// merit is time(EG-ChunkKV) / time(ReadOnce) at the same T (issue 30: <= 2 for EG-ChunkKV at cr 0.9 and 0.5,
+// T = 128k; docs/chunk-selection.md has the measured ratios). All times are wall-clock (UseRealTime) because
+// the work runs on OpenMP threads.
 #include <benchmark/benchmark.h>
 
 #include <cmath>
