@@ -30,6 +30,14 @@ bool all_points(const std::vector<DoubleEnclosure>& x, const Chunk& chunk) {
   return true;
 }
 
+// kvpress's rebase shift of a chunk, min(0, min_j x_j), when every head sum in it is a point; nullopt otherwise.
+std::optional<double> point_shift(const std::vector<DoubleEnclosure>& x, const Chunk& chunk) {
+  if (!all_points(x, chunk)) return std::nullopt;
+  double lowest = x[static_cast<std::size_t>(chunk.begin)].lo();
+  for (Index j = chunk.begin; j < chunk.end; ++j) lowest = min_of(lowest, x[static_cast<std::size_t>(j)].lo());
+  return min_of(lowest, 0.0);
+}
+
 constexpr double kDoubleUnit = 0x1p-53;
 // The eps the static entropy bound is derived for: 2^-900 <= eps <= 1 (kvpress: 1e-8).
 bool static_entropy_eps(double eps) { return eps >= 0x1p-900 && eps <= 1.0; }
@@ -41,10 +49,10 @@ std::optional<DoubleEnclosure> entropy_by_static_bound(const std::vector<DoubleE
                                                        const DoubleEnclosure& eps_enclosure) {
   const Index n = chunk.size();
   const double eps = eps_enclosure.lo();
-  if (n < 2 || eps != eps_enclosure.hi() || !static_entropy_eps(eps) || !all_points(x, chunk)) return std::nullopt;
-  double lowest = x[static_cast<std::size_t>(chunk.begin)].lo();
-  for (Index j = chunk.begin; j < chunk.end; ++j) lowest = min_of(lowest, x[static_cast<std::size_t>(j)].lo());
-  const double shift = min_of(lowest, 0.0);
+  if (n < 2 || eps != eps_enclosure.hi() || !static_entropy_eps(eps)) return std::nullopt;
+  const std::optional<double> rebase = point_shift(x, chunk);
+  if (!rebase) return std::nullopt;
+  const double shift = *rebase;
   double total = 0;
   for (Index j = chunk.begin; j < chunk.end; ++j) total += x[static_cast<std::size_t>(j)].lo() - shift;
   const double denominator = total + eps;
@@ -70,10 +78,10 @@ std::optional<DoubleEnclosure> entropy_by_static_bound(const std::vector<DoubleE
 // one ulp wider on each side holds it (fuzz inputs with one tiny score in a chunk of zeros). Needs point head sums and
 // 0 < eps <= 1; nullopt otherwise.
 std::optional<DoubleEnclosure> entropy_of_one_value(const std::vector<DoubleEnclosure>& x, const Chunk& chunk, const DoubleEnclosure& eps) {
-  if (chunk.size() < 2 || eps.lo() != eps.hi() || !(eps.lo() > 0 && eps.lo() <= 1) || !all_points(x, chunk)) return std::nullopt;
-  double lowest = x[static_cast<std::size_t>(chunk.begin)].lo();
-  for (Index j = chunk.begin; j < chunk.end; ++j) lowest = min_of(lowest, x[static_cast<std::size_t>(j)].lo());
-  const double shift = min_of(lowest, 0.0);
+  if (chunk.size() < 2 || eps.lo() != eps.hi() || !(eps.lo() > 0 && eps.lo() <= 1)) return std::nullopt;
+  const std::optional<double> rebase = point_shift(x, chunk);
+  if (!rebase) return std::nullopt;
+  const double shift = *rebase;
   Index nonzero = 0;
   double single = 0;
   for (Index j = chunk.begin; j < chunk.end; ++j)  // v - shift is 0 in 50 digits iff v == shift (a faithful difference)
