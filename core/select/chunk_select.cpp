@@ -42,6 +42,7 @@ void Workspace::reserve(Index tokens, Index chunk_length, Flavour flavour) {
     grow(chunk_buf, C);
   }
   grow(keep, T);
+  grow(take, n_chunks);
   grow(order, std::max(T, n_chunks));
   grow(idx, std::max(C, T) + 1);
 }
@@ -187,34 +188,35 @@ void eg_walk(const V* x, const V* S, const V* Hn, const ChunkGeometry& g, Index 
                 : p.entropy_threshold ? static_cast<V>(*p.entropy_threshold)
                                       : detail::median<V>({Hn, static_cast<std::size_t>(nc)}, p.median, median_buf);
 
-  // The mark array is written only for visited chunks (every visited chunk keeps something); a bitmap of
-  // them lets the output skip the rest.
-  unsigned char* keep = ws.keep.data();
+  // The walk only counts what each chunk keeps (take); the positions are ranked when the output is written.
+  Index* take = ws.take.data();
   detail::ChunkBitmap& visited = ws.visited;
-  detail::ChunkBitmap& whole = ws.whole;
   visited.reset(nc);
-  whole.reset(nc);
   Index b = L;
   for (Index pos = 0; pos < nc && b > 0; ++pos) {
     const Index i = order[pos];
     Index n_kept = std::min(g.size(i), b);
     if (S[i] >= s_med && Hn[i] < tau) n_kept = std::min(n_kept, r);  // important and spiky: rescue only
-    detail::mark_top_k_in_range(x, g.begin(i), g.end(i), n_kept, keep, ws.idx.data());
+    take[i] = n_kept;
     visited.set(i);
-    if (n_kept == g.size(i)) whole.set(i);
     b -= n_kept;
   }
-  if (b > 0) {  // top-up: the b best positions not kept yet (the walk visited, and marked, every chunk)
+  if (b > 0) {
+    // Top-up: the b best positions not kept yet; the walk visited every chunk. Within a chunk the top-up's
+    // picks rank right after the walk's (both follow x desc, index asc), so the chunk keeps its top
+    // take[i] + picks positions: only the counts change.
+    unsigned char* keep = ws.keep.data();
+    for (Index i = 0; i < nc; ++i) detail::mark_top_k_in_range(x, g.begin(i), g.end(i), take[i], keep, ws.idx.data());
     Index* left = ws.order.data();
     Index n_left = 0;
     for (Index t = 0; t < T; ++t)
       if (!keep[t]) left[n_left++] = t;
     const Index add = std::min(b, n_left);
     if (add < n_left) std::nth_element(left, left + add, left + n_left, RankDesc<V>{x});
-    for (Index k = 0; k < add; ++k) keep[left[k]] = 1;
+    for (Index k = 0; k < add; ++k) ++take[left[k] / g.chunk_length];
     b -= add;
   }
-  detail::collect_marked(g, visited, whole, keep, L - b, out);
+  detail::collect_top_k(g, visited, take, x, L - b, ws.keep.data(), ws.idx.data(), out);
 }
 
 void eg_chunkkv_layer(const HeadScores& s, const SelectorParams& p, Workspace& ws, Selection& out) {

@@ -15,10 +15,10 @@
 //   3. Chunk order (S desc, index asc): a stable LSD radix sort of (order-preserving key, chunk) items for
 //      float32 scores (O(n_chunks)), a comparison sort for double. The median of S is read off that order.
 //      ChunkKV keeps the first m = budget-rule(n_chunks) chunks whole.
-//      EG-ChunkKV: the walk follows the order; a within-chunk top-k ranks the chunk's values in SIMD lanes
-//      (C <= 16) or by nth_element; the top-up is one nth_element over the leftover positions.
-//   4. Whole kept chunks are only flagged; the output is written from the per-chunk flags (and the mark
-//      array for chunks kept in part), in increasing order.
+//      EG-ChunkKV: the walk follows the order and only counts what each chunk keeps; the top-up (when the
+//      walk leaves budget) is one nth_element over the leftover positions and adds to those counts.
+//   4. The output is written in increasing order from the per-chunk counts: whole chunks as runs, a chunk
+//      kept in part as its top positions, ranked there in SIMD lanes (C <= 16) or by nth_element.
 // Ties are broken toward the lower index everywhere (chunk order, within-chunk top-k, top-up), which is
 // the oracle's canonical order. Cost O(H*T + n_chunks) per layer for the kvpress flavour (O(T log C + n_chunks log n_chunks) exact); no allocation
 // per chunk (a Workspace holds every buffer, sized once per thread).
@@ -66,12 +66,13 @@ class Workspace {
   std::vector<double> score_d, entropy_d, median_d;    // per chunk, exact flavour
   std::vector<double> chunk_buf;                       // one chunk's sorted values (exact flavour), C
   std::vector<unsigned char> keep;                     // mark array, T
+  std::vector<Index> take;                             // positions each chunk keeps (EG walk), n_chunks
   std::vector<Index> order;                            // chunk order, then leftover positions
   std::vector<Index> idx;                              // positions for a top-k / kept scratch, T + 1
   std::vector<std::uint64_t> items, items_tmp;         // radix-sort (key, chunk) items, n_chunks
   std::vector<float> lanes;                            // chunks in SIMD lanes, C * 8 (kvpress flavour)
   std::vector<Index> band;                             // chunks near the entropy median, n_chunks
-  detail::ChunkBitmap visited, whole;                  // chunks that keep something / everything
+  detail::ChunkBitmap visited;                         // chunks that keep something
 };
 
 // Throws InputError naming the CLI flag when the parameters are invalid for the flavour (the same rules as

@@ -1,6 +1,7 @@
 // Head sum, chunk statistics, medians and top-k for the optimized chunk selectors (see chunk_select.h).
 #include "core/select/chunk_stats.h"
 
+#include <bit>
 #include <cfloat>
 #include <cmath>
 #include <limits>
@@ -271,29 +272,46 @@ void collect_whole(const ChunkGeometry& g, const ChunkBitmap& chunks, Index coun
   });
 }
 
-void collect_marked(const ChunkGeometry& g, const ChunkBitmap& chunks, const ChunkBitmap& whole,
-                    const unsigned char* keep, Index count, Positions& out) {
-  // Slack of 16 slots: a whole chunk of C <= 16 is written as one fixed run of 16 (vectorized) and a chunk
-  // kept in part by branch-free writes; slots past the kept ones are overwritten or cut.
+template <class V>
+void collect_top_k(const ChunkGeometry& g, const ChunkBitmap& chunks, const Index* take, const V* x, Index count,
+                   unsigned char* keep, Index* idx_buf, Positions& out) {
+  // Slack of 16 slots: a whole chunk of C <= 16 is written as one fixed run of 16 (vectorized); slots past
+  // the kept ones are overwritten or cut.
   constexpr Index kRun = 16;
   out.resize(static_cast<std::size_t>(count + kRun));
   Index* o = out.data();
   Index c = 0;
   const bool short_chunks = g.chunk_length <= kRun;
   chunks.for_each([&](Index i) {
-    const Index b = g.begin(i), e = g.end(i);
-    if (short_chunks && whole.test(i)) {
-      for (Index q = 0; q < kRun; ++q) o[c + q] = b + q;
-      c += e - b;
+    const Index b = g.begin(i), e = g.end(i), k = take[i];
+    if (k == e - b) {
+      if (short_chunks) {
+        for (Index q = 0; q < kRun; ++q) o[c + q] = b + q;
+        c += k;
+      } else {
+        for (Index t = b; t < e; ++t) o[c++] = t;
+      }
       return;
     }
-    for (Index t = b; t < e; ++t) {
+    if constexpr (std::is_same_v<V, float>) {
+      if (e - b <= kRun) {  // the chunk's values are read in index order: the prefetcher sees one stream
+        for (std::uint32_t top = top_k_small(x + b, e - b, k); top != 0; top &= top - 1)
+          o[c++] = b + std::countr_zero(top);
+        return;
+      }
+    }
+    mark_top_k_in_range(x, b, e, k, keep, idx_buf);
+    for (Index t = b; t < e; ++t) {  // branch-free: write every position, advance only past kept ones
       o[c] = t;
       c += keep[t];
     }
   });
   out.resize(static_cast<std::size_t>(c));
 }
+template void collect_top_k<float>(const ChunkGeometry&, const ChunkBitmap&, const Index*, const float*, Index,
+                                   unsigned char*, Index*, Positions&);
+template void collect_top_k<double>(const ChunkGeometry&, const ChunkBitmap&, const Index*, const double*, Index,
+                                    unsigned char*, Index*, Positions&);
 
 Positions collect_kept(std::span<const unsigned char> keep, Index* scratch) {
   Index c = 0;

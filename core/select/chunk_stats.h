@@ -3,6 +3,7 @@
 #pragma once
 
 #include <algorithm>
+#include <cstdint>
 #include <span>
 #include <type_traits>
 
@@ -67,8 +68,9 @@ struct RankDesc {
   bool operator()(Index a, Index b) const { return value[a] > value[b] || (value[a] == value[b] && a < b); }
 };
 
-// mark_top_k_in_range for float chunks of n <= 16 values, 0 < k < n: every position's rank in SIMD lanes.
-void mark_top_k_small(const float* x, Index n, Index k, unsigned char* keep);
+// The k positions of x[0, n) that rank first by (x desc, index asc), for float chunks of n <= 16 values,
+// 0 < k < n: bit j of the result is set iff position j is one of them (every position's rank in SIMD lanes).
+std::uint32_t top_k_small(const float* x, Index n, Index k);
 
 // Sets keep[begin, end) to 1 for the k positions that rank first by (x desc, index asc) and 0 for the rest.
 // A chunk-sized range (<= 16) counts each position's rank directly (no partitioning overhead for C ~ 10).
@@ -81,7 +83,8 @@ void mark_top_k_in_range(const V* x, Index begin, Index end, Index k, unsigned c
   }
   if constexpr (std::is_same_v<V, float>) {
     if (n <= 16) {
-      mark_top_k_small(x + begin, n, k, keep + begin);
+      const std::uint32_t top = top_k_small(x + begin, n, k);
+      for (Index j = 0; j < n; ++j) keep[begin + j] = static_cast<unsigned char>((top >> j) & 1);
       return;
     }
   }
@@ -113,13 +116,14 @@ V median_from_order(const V* S, const Index* order, Index n, MedianRule rule) {
   return (lo + S[order[n - 2 - lower]]) / V(2);
 }
 
-// Writes to `out` (reusing its storage) the sorted kept positions, `count` of them, of the chunks set in the
-// bitmap: whole chunks (collect_whole), or the positions marked in `keep` within them (collect_marked).
-// O(n_chunks / 64 + their tokens).
+// Write to `out` (reusing its storage) the sorted kept positions, `count` of them, of the chunks set in the
+// bitmap. collect_whole: every position of those chunks. collect_top_k: chunk i keeps its take[i] positions
+// that rank first by (x desc, index asc), ranked as mark_top_k_in_range does (`keep` and `idx_buf` are its
+// scratch, T and C + 1 entries). O(n_chunks / 64 + their tokens).
 void collect_whole(const ChunkGeometry& g, const ChunkBitmap& chunks, Index count, Positions& out);
-// collect_marked writes the chunks also set in `whole` as runs, without reading their marks.
-void collect_marked(const ChunkGeometry& g, const ChunkBitmap& chunks, const ChunkBitmap& whole,
-                    const unsigned char* keep, Index count, Positions& out);
+template <class V>
+void collect_top_k(const ChunkGeometry& g, const ChunkBitmap& chunks, const Index* take, const V* x, Index count,
+                   unsigned char* keep, Index* idx_buf, Positions& out);
 
 // Sorted positions t with keep[t] != 0. `scratch` holds >= keep.size() + 1 entries.
 Positions collect_kept(std::span<const unsigned char> keep, Index* scratch);

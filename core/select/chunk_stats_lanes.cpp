@@ -8,6 +8,7 @@
 // the effect: |fast H~ - exact H~| <= fast_entropy_margin(C); entropy_gate.h turns that into exact gates.
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <limits>
 
 #include "core/select/chunk_stats.h"
@@ -77,7 +78,7 @@ KVAUDIT_LANE_CLONES bool block_statistics(const float* x, Index first, Index C, 
 }
 }  // namespace
 
-KVAUDIT_LANE_CLONES void mark_top_k_small(const float* x, Index n, Index k, unsigned char* keep) {
+KVAUDIT_LANE_CLONES std::uint32_t top_k_small(const float* x, Index n, Index k) {
   // rank_j = #{i : x_i > x_j or (x_i == x_j and i < j)}; position j is kept iff rank_j < k. Two vectors of
   // lanes hold the positions with their indices; lanes that hold no position are -inf, which outranks
   // nothing (inputs are finite). For n >= 8 both come straight from x: `lo` = positions 0..7, `hi` = the
@@ -103,8 +104,17 @@ KVAUDIT_LANE_CLONES void mark_top_k_small(const float* x, Index n, Index k, unsi
     rank_lo -= (xi > lo) | ((xi == lo) & (fi < idx_lo));  // masks are -1 where true
     rank_hi -= (xi > hi) | ((xi == hi) & (fi < idx_hi));
   }
-  for (Index j = 0; j < std::min<Index>(n, kLanes); ++j) keep[j] = static_cast<unsigned char>(rank_lo[j] < k);
-  for (Index j = kLanes; j < n; ++j) keep[j] = static_cast<unsigned char>(rank_hi[j - (n - kLanes)] < k);
+  // Bit j of lane j where kept; `hi`'s lane c is position n - 8 + c (the lanes it masked out rank last).
+  const LaneBits bit = {1u << 0, 1u << 1, 1u << 2, 1u << 3, 1u << 4, 1u << 5, 1u << 6, 1u << 7};
+  const LaneBits top_lo = reinterpret_cast<LaneBits>(rank_lo < static_cast<std::int32_t>(k)) & bit;
+  const LaneBits top_hi = reinterpret_cast<LaneBits>(rank_hi < static_cast<std::int32_t>(k)) & bit;
+  std::uint32_t lo_bits = 0, hi_bits = 0;
+  for (int c = 0; c < kLanes; ++c) {
+    lo_bits |= top_lo[c];
+    hi_bits |= top_hi[c];
+  }
+  const std::uint32_t all = (std::uint32_t{1} << n) - 1;
+  return (lo_bits | (n > kLanes ? hi_bits << (n - kLanes) : 0)) & all;
 }
 
 std::size_t lanes_buffer_size(Index chunk_length) {

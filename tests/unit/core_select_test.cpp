@@ -195,7 +195,9 @@ void expect_head_sums_in_order() {
       ASSERT_EQ(got[static_cast<std::size_t>(t)], in_order) << "H = " << H << ", t = " << t;
       differs_from_reversed += in_order != reversed;
     }
-    if (H >= 3) EXPECT_GT(differs_from_reversed, 0) << "H = " << H << ": the data cannot tell the orders apart";
+    if (H >= 3) {
+      EXPECT_GT(differs_from_reversed, 0) << "H = " << H << ": the data cannot tell the orders apart";
+    }
   }
 }
 
