@@ -34,6 +34,8 @@ void Workspace::reserve(Index tokens, Index chunk_length, Flavour flavour) {
     grow(median_f, n_chunks);
     grow(lanes, detail::lanes_buffer_size(chunk_length));
     grow(band, n_chunks);
+    grow(cut, n_chunks);
+    grow(cut_top, n_chunks);
   } else {
     grow(xd, T);
     grow(score_d, n_chunks);
@@ -216,7 +218,7 @@ void eg_walk(const V* x, const V* S, const V* Hn, const ChunkGeometry& g, Index 
     for (Index k = 0; k < add; ++k) ++take[left[k] / g.chunk_length];
     b -= add;
   }
-  detail::collect_top_k(g, visited, take, x, L - b, ws.keep.data(), ws.idx.data(), out);
+  detail::collect_top_k(g, visited, x, L - b, ws, out);
 }
 
 void eg_chunkkv_layer(const HeadScores& s, const SelectorParams& p, Workspace& ws, Selection& out) {

@@ -47,6 +47,7 @@ class ChunkBitmap {
       for (std::uint64_t bits = words_[w]; bits != 0; bits &= bits - 1)
         f(static_cast<Index>(w * 64 + static_cast<std::size_t>(std::countr_zero(bits))));
   }
+  std::span<const std::uint64_t> words() const { return words_; }  // bit i & 63 of word i >> 6 is chunk i
 
  private:
   std::vector<std::uint64_t> words_;
@@ -72,6 +73,8 @@ class Workspace {
   std::vector<std::uint64_t> items, items_tmp;         // radix-sort (key, chunk) items, n_chunks
   std::vector<float> lanes;                            // chunks in SIMD lanes, C * 8 (kvpress flavour)
   std::vector<Index> band;                             // chunks near the entropy median, n_chunks
+  std::vector<Index> cut;                              // chunks kept in part, n_chunks (kvpress flavour)
+  std::vector<std::uint32_t> cut_top;                  // their kept positions as bits, n_chunks
   detail::ChunkBitmap visited;                         // chunks that keep something
 };
 

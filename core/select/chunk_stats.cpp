@@ -273,45 +273,58 @@ void collect_whole(const ChunkGeometry& g, const ChunkBitmap& chunks, Index coun
 }
 
 template <class V>
-void collect_top_k(const ChunkGeometry& g, const ChunkBitmap& chunks, const Index* take, const V* x, Index count,
-                   unsigned char* keep, Index* idx_buf, Positions& out) {
+void collect_top_k(const ChunkGeometry& g, const ChunkBitmap& chunks, const V* x, Index count, Workspace& ws,
+                   Positions& out) {
+  const Index* take = ws.take.data();
   // Slack of 16 slots: a whole chunk of C <= 16 is written as one fixed run of 16 (vectorized); slots past
   // the kept ones are overwritten or cut.
   constexpr Index kRun = 16;
-  out.resize(static_cast<std::size_t>(count + kRun));
-  Index* o = out.data();
-  Index c = 0;
   const bool short_chunks = g.chunk_length <= kRun;
-  chunks.for_each([&](Index i) {
-    const Index b = g.begin(i), e = g.end(i), k = take[i];
-    if (k == e - b) {
-      if (short_chunks) {
-        for (Index q = 0; q < kRun; ++q) o[c + q] = b + q;
-        c += k;
+  // Chunks kept in part, float and C <= 16: ranked beforehand, eight at a time, in index order.
+  const std::uint32_t* top = nullptr;
+  if constexpr (std::is_same_v<V, float>) {
+    if (g.chunk_length <= kMaxLaneRankChunk) {
+      Index n_cut = 0;
+      chunks.for_each([&](Index i) {
+        ws.cut[static_cast<std::size_t>(n_cut)] = i;
+        n_cut += take[i] < g.size(i);
+      });
+      top_k_chunks(x, g, {ws.cut.data(), static_cast<std::size_t>(n_cut)}, take, ws.cut_top.data());
+      top = ws.cut_top.data();
+    }
+  }
+  out.resize(static_cast<std::size_t>(count + kRun));
+  Index* __restrict o = out.data();
+  Index c = 0;  // a local, not a lambda's capture: kept in a register across the stores through `o`
+  const std::span<const std::uint64_t> words = chunks.words();
+  for (std::size_t w = 0; w < words.size(); ++w)
+    for (std::uint64_t chunk_bits = words[w]; chunk_bits != 0; chunk_bits &= chunk_bits - 1) {
+      const Index i = static_cast<Index>(w * 64 + static_cast<std::size_t>(std::countr_zero(chunk_bits)));
+      const Index b = g.begin(i), e = g.end(i), k = take[i];
+      if (k == e - b) {
+        if (short_chunks) {
+#pragma omp simd
+          for (Index q = 0; q < kRun; ++q) o[c + q] = b + q;
+          c += k;
+        } else {
+          for (Index t = b; t < e; ++t) o[c++] = t;
+        }
+      } else if (top) {
+        for (std::uint32_t bits = *top++; bits != 0; bits &= bits - 1) o[c++] = b + std::countr_zero(bits);
       } else {
-        for (Index t = b; t < e; ++t) o[c++] = t;
-      }
-      return;
-    }
-    if constexpr (std::is_same_v<V, float>) {
-      if (e - b <= kRun) {  // the chunk's values are read in index order: the prefetcher sees one stream
-        for (std::uint32_t top = top_k_small(x + b, e - b, k); top != 0; top &= top - 1)
-          o[c++] = b + std::countr_zero(top);
-        return;
+        mark_top_k_in_range(x, b, e, k, ws.keep.data(), ws.idx.data());
+        for (Index t = b; t < e; ++t) {  // branch-free: write every position, advance only past kept ones
+          o[c] = t;
+          c += ws.keep[static_cast<std::size_t>(t)];
+        }
       }
     }
-    mark_top_k_in_range(x, b, e, k, keep, idx_buf);
-    for (Index t = b; t < e; ++t) {  // branch-free: write every position, advance only past kept ones
-      o[c] = t;
-      c += keep[t];
-    }
-  });
   out.resize(static_cast<std::size_t>(c));
 }
-template void collect_top_k<float>(const ChunkGeometry&, const ChunkBitmap&, const Index*, const float*, Index,
-                                   unsigned char*, Index*, Positions&);
-template void collect_top_k<double>(const ChunkGeometry&, const ChunkBitmap&, const Index*, const double*, Index,
-                                    unsigned char*, Index*, Positions&);
+template void collect_top_k<float>(const ChunkGeometry&, const ChunkBitmap&, const float*, Index, Workspace&,
+                                   Positions&);
+template void collect_top_k<double>(const ChunkGeometry&, const ChunkBitmap&, const double*, Index, Workspace&,
+                                    Positions&);
 
 Positions collect_kept(std::span<const unsigned char> keep, Index* scratch) {
   Index c = 0;

@@ -68,9 +68,12 @@ struct RankDesc {
   bool operator()(Index a, Index b) const { return value[a] > value[b] || (value[a] == value[b] && a < b); }
 };
 
-// The k positions of x[0, n) that rank first by (x desc, index asc), for float chunks of n <= 16 values,
-// 0 < k < n: bit j of the result is set iff position j is one of them (every position's rank in SIMD lanes).
-std::uint32_t top_k_small(const float* x, Index n, Index k);
+// In-chunk top-k of float chunks of C <= 16 values (kLanes chunks at a time in SIMD lanes, every pair of
+// positions compared once): bit j of top[q] is set iff position j of chunk chunks[q] is one of the take[i]
+// positions of that chunk that rank first by (x desc, index asc).
+constexpr Index kMaxLaneRankChunk = 16;
+void top_k_chunks(const float* x, const ChunkGeometry& g, std::span<const Index> chunks, const Index* take,
+                  std::uint32_t* top);
 
 // Sets keep[begin, end) to 1 for the k positions that rank first by (x desc, index asc) and 0 for the rest.
 // A chunk-sized range (<= 16) counts each position's rank directly (no partitioning overhead for C ~ 10).
@@ -80,13 +83,6 @@ void mark_top_k_in_range(const V* x, Index begin, Index end, Index k, unsigned c
   if (k >= n || k <= 0) {
     std::fill(keep + begin, keep + end, static_cast<unsigned char>(k > 0));
     return;
-  }
-  if constexpr (std::is_same_v<V, float>) {
-    if (n <= 16) {
-      const std::uint32_t top = top_k_small(x + begin, n, k);
-      for (Index j = 0; j < n; ++j) keep[begin + j] = static_cast<unsigned char>((top >> j) & 1);
-      return;
-    }
   }
   if (n <= 16) {
     for (Index j = begin; j < end; ++j) {
@@ -117,13 +113,13 @@ V median_from_order(const V* S, const Index* order, Index n, MedianRule rule) {
 }
 
 // Write to `out` (reusing its storage) the sorted kept positions, `count` of them, of the chunks set in the
-// bitmap. collect_whole: every position of those chunks. collect_top_k: chunk i keeps its take[i] positions
-// that rank first by (x desc, index asc), ranked as mark_top_k_in_range does (`keep` and `idx_buf` are its
-// scratch, T and C + 1 entries). O(n_chunks / 64 + their tokens).
+// bitmap. collect_whole: every position of those chunks. collect_top_k: chunk i keeps its ws.take[i] positions
+// that rank first by (x desc, index asc): by top_k_chunks for float chunks of C <= 16, else by
+// mark_top_k_in_range. O(n_chunks / 64 + their tokens).
 void collect_whole(const ChunkGeometry& g, const ChunkBitmap& chunks, Index count, Positions& out);
 template <class V>
-void collect_top_k(const ChunkGeometry& g, const ChunkBitmap& chunks, const Index* take, const V* x, Index count,
-                   unsigned char* keep, Index* idx_buf, Positions& out);
+void collect_top_k(const ChunkGeometry& g, const ChunkBitmap& chunks, const V* x, Index count, Workspace& ws,
+                   Positions& out);
 
 // Sorted positions t with keep[t] != 0. `scratch` holds >= keep.size() + 1 entries.
 Positions collect_kept(std::span<const unsigned char> keep, Index* scratch);

@@ -78,43 +78,44 @@ KVAUDIT_LANE_CLONES bool block_statistics(const float* x, Index first, Index C, 
 }
 }  // namespace
 
-KVAUDIT_LANE_CLONES std::uint32_t top_k_small(const float* x, Index n, Index k) {
-  // rank_j = #{i : x_i > x_j or (x_i == x_j and i < j)}; position j is kept iff rank_j < k. Two vectors of
-  // lanes hold the positions with their indices; lanes that hold no position are -inf, which outranks
-  // nothing (inputs are finite). For n >= 8 both come straight from x: `lo` = positions 0..7, `hi` = the
-  // last 8 positions n-8..n-1 with those already in `lo` masked out (no stack copy, whose scalar stores
-  // would stall the vector loads).
-  const float ninf = -std::numeric_limits<float>::infinity();
-  const Lanes lane = {0, 1, 2, 3, 4, 5, 6, 7}, none = Lanes{} + ninf;
-  Lanes lo, hi, idx_lo = lane, idx_hi;
-  if (n >= kLanes) {
-    lo = load_lanes(x);
-    idx_hi = lane + static_cast<float>(n - kLanes);
-    hi = select_lanes(idx_hi >= static_cast<float>(kLanes), load_lanes(x + n - kLanes), none);
-  } else {
-    float v[kLanes];
-    for (Index j = 0; j < kLanes; ++j) v[j] = j < n ? x[j] : ninf;
-    lo = load_lanes(v);
-    hi = none;
-    idx_hi = lane + static_cast<float>(kLanes);
+KVAUDIT_LANE_CLONES void top_k_chunks(const float* x, const ChunkGeometry& g, std::span<const Index> chunks,
+                                      const Index* take, std::uint32_t* top) {
+  // Lane c holds chunk chunks[q0 + c] (the last chunk repeated where fewer than kLanes remain). Position j's
+  // rank is #{i : x_i > x_j or (x_i == x_j and i < j)}; it is kept iff its rank < take. Each pair i < j is
+  // compared once: x_i >= x_j puts i first, else j. A chunk shorter than C (the last one) is padded with
+  // -inf, which ranks after every finite value and so never displaces one.
+  const Index C = g.chunk_length, count = static_cast<Index>(chunks.size());
+  float pad[kMaxLaneRankChunk];
+  Lanes v[kMaxLaneRankChunk];
+  LaneMask rank[kMaxLaneRankChunk];
+  for (Index q0 = 0; q0 < count; q0 += kLanes) {
+    const float* row[kLanes];
+    LaneMask k;
+    for (Index c = 0; c < kLanes; ++c) {
+      const Index i = chunks[static_cast<std::size_t>(std::min(q0 + c, count - 1))];
+      row[c] = x + g.begin(i);
+      k[c] = static_cast<std::int32_t>(take[i]);
+      if (g.size(i) < C) {
+        std::fill(pad, pad + C, -std::numeric_limits<float>::infinity());
+        std::copy(row[c], row[c] + g.size(i), pad);
+        row[c] = pad;
+      }
+    }
+    for (Index j = 0; j < C; ++j) {
+      v[j] = Lanes{row[0][j], row[1][j], row[2][j], row[3][j], row[4][j], row[5][j], row[6][j], row[7][j]};
+      rank[j] = LaneMask{} + static_cast<std::int32_t>(C - 1 - j);  // as if every later position ranked first
+    }
+    for (Index i = 0; i < C; ++i)
+      for (Index j = i + 1; j < C; ++j) {
+        const LaneMask i_first = v[i] >= v[j];  // -1 where true
+        rank[j] -= i_first;
+        rank[i] += i_first;
+      }
+    LaneBits bits = {};
+    for (Index j = 0; j < C; ++j)
+      bits |= reinterpret_cast<LaneBits>(rank[j] < k) & (std::uint32_t{1} << j);
+    for (Index c = 0; c < std::min<Index>(kLanes, count - q0); ++c) top[q0 + c] = bits[c];
   }
-  LaneMask rank_lo = {}, rank_hi = {};
-  for (Index i = 0; i < n; ++i) {
-    const float xi = x[i], fi = static_cast<float>(i);
-    rank_lo -= (xi > lo) | ((xi == lo) & (fi < idx_lo));  // masks are -1 where true
-    rank_hi -= (xi > hi) | ((xi == hi) & (fi < idx_hi));
-  }
-  // Bit j of lane j where kept; `hi`'s lane c is position n - 8 + c (the lanes it masked out rank last).
-  const LaneBits bit = {1u << 0, 1u << 1, 1u << 2, 1u << 3, 1u << 4, 1u << 5, 1u << 6, 1u << 7};
-  const LaneBits top_lo = reinterpret_cast<LaneBits>(rank_lo < static_cast<std::int32_t>(k)) & bit;
-  const LaneBits top_hi = reinterpret_cast<LaneBits>(rank_hi < static_cast<std::int32_t>(k)) & bit;
-  std::uint32_t lo_bits = 0, hi_bits = 0;
-  for (int c = 0; c < kLanes; ++c) {
-    lo_bits |= top_lo[c];
-    hi_bits |= top_hi[c];
-  }
-  const std::uint32_t all = (std::uint32_t{1} << n) - 1;
-  return (lo_bits | (n > kLanes ? hi_bits << (n - kLanes) : 0)) & all;
 }
 
 std::size_t lanes_buffer_size(Index chunk_length) {
