@@ -81,13 +81,13 @@ KVAUDIT_LANE_CLONES bool block_statistics(const float* x, Index first, Index C, 
 KVAUDIT_LANE_CLONES void top_k_chunks(const float* x, const ChunkGeometry& g, std::span<const Index> chunks,
                                       const Index* take, std::uint32_t* top) {
   // Lane c holds chunk chunks[q0 + c] (the last chunk repeated where fewer than kLanes remain). Position j's
-  // rank is #{i : x_i > x_j or (x_i == x_j and i < j)}; it is kept iff its rank < take. Each pair i < j is
-  // compared once: x_i >= x_j puts i first, else j. A chunk shorter than C (the last one) is padded with
-  // -inf, which ranks after every finite value and so never displaces one.
+  // rank is #{i < j : x_i >= x_j} + #{i > j : x_i > x_j} (ties go to the lower index); it is kept iff its rank <
+  // take. Each rank is counted in a register (no store-to-load chains through an array of ranks). A chunk
+  // shorter than C (the last one) is padded with -inf, which ranks after every finite value and so never
+  // displaces one.
   const Index C = g.chunk_length, count = static_cast<Index>(chunks.size());
   float pad[kMaxLaneRankChunk];
   Lanes v[kMaxLaneRankChunk];
-  LaneMask rank[kMaxLaneRankChunk];
   for (Index q0 = 0; q0 < count; q0 += kLanes) {
     const float* row[kLanes];
     LaneMask k;
@@ -101,19 +101,15 @@ KVAUDIT_LANE_CLONES void top_k_chunks(const float* x, const ChunkGeometry& g, st
         row[c] = pad;
       }
     }
-    for (Index j = 0; j < C; ++j) {
-      v[j] = Lanes{row[0][j], row[1][j], row[2][j], row[3][j], row[4][j], row[5][j], row[6][j], row[7][j]};
-      rank[j] = LaneMask{} + static_cast<std::int32_t>(C - 1 - j);  // as if every later position ranked first
-    }
-    for (Index i = 0; i < C; ++i)
-      for (Index j = i + 1; j < C; ++j) {
-        const LaneMask i_first = v[i] >= v[j];  // -1 where true
-        rank[j] -= i_first;
-        rank[i] += i_first;
-      }
-    LaneBits bits = {};
     for (Index j = 0; j < C; ++j)
-      bits |= reinterpret_cast<LaneBits>(rank[j] < k) & (std::uint32_t{1} << j);
+      v[j] = Lanes{row[0][j], row[1][j], row[2][j], row[3][j], row[4][j], row[5][j], row[6][j], row[7][j]};
+    LaneBits bits = {};
+    for (Index j = 0; j < C; ++j) {
+      LaneMask rank = {};
+      for (Index i = 0; i < j; ++i) rank -= v[i] >= v[j];  // masks are -1 where true
+      for (Index i = j + 1; i < C; ++i) rank -= v[i] > v[j];
+      bits |= reinterpret_cast<LaneBits>(rank < k) & (std::uint32_t{1} << j);
+    }
     for (Index c = 0; c < std::min<Index>(kLanes, count - q0); ++c) top[q0 + c] = bits[c];
   }
 }
