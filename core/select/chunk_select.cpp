@@ -197,8 +197,9 @@ void eg_walk(const V* x, const V* S, const V* Hn, const ChunkGeometry& g, Index 
   Index b = L;
   for (Index pos = 0; pos < nc && b > 0; ++pos) {
     const Index i = order[pos];
-    Index n_kept = std::min(g.size(i), b);
-    if (S[i] >= s_med && Hn[i] < tau) n_kept = std::min(n_kept, r);  // important and spiky: rescue only
+    // Important and spiky: rescue only. Evaluated without a branch (the entropy side is a coin flip).
+    const bool rescue = static_cast<int>(S[i] >= s_med) & static_cast<int>(Hn[i] < tau);
+    const Index n_kept = std::min(rescue ? std::min(g.size(i), r) : g.size(i), b);
     take[i] = n_kept;
     visited.set(i);
     b -= n_kept;
