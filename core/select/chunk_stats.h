@@ -68,9 +68,9 @@ struct RankDesc {
   bool operator()(Index a, Index b) const { return value[a] > value[b] || (value[a] == value[b] && a < b); }
 };
 
-// In-chunk top-k of float chunks of C <= 16 values (kLanes chunks at a time in SIMD lanes, every pair of
-// positions compared once): bit j of top[q] is set iff position j of chunk chunks[q] is one of the take[i]
-// positions of that chunk that rank first by (x desc, index asc).
+// In-chunk top-k of float chunks of C <= 16 values, kLanes chunks at a time in SIMD lanes: bit j of top[q] is
+// set iff position j of chunk i = chunks[q] is one of the take[i] positions of that chunk that rank first by
+// (x desc, index asc).
 constexpr Index kMaxLaneRankChunk = 16;
 void top_k_chunks(const float* x, const ChunkGeometry& g, std::span<const Index> chunks, const Index* take,
                   std::uint32_t* top);
