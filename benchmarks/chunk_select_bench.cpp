@@ -6,6 +6,10 @@
 // merit is time(EG-ChunkKV) / time(ReadOnce) at the same T (issue 30: <= 2 for EG-ChunkKV at cr 0.9 and 0.5,
 // T = 128k; docs/chunk-selection.md has the measured ratios). All times are wall-clock (UseRealTime) because
 // the work runs on OpenMP threads.
+//
+// BM_Pass* time the passes after the head sum on one layer's head sums (layer 0 of the same tensor), one
+// thread, the data in cache: no DRAM stream, so they are steadier than the whole-tensor runs on a VM whose
+// speed drifts, and their time/token is what each pass adds per token on top of the read.
 #include <benchmark/benchmark.h>
 
 #include <cmath>
@@ -15,6 +19,7 @@
 
 #include "core/select/chunk_select.h"
 #include "core/select/chunk_stats.h"
+#include "core/select/entropy_gate.h"
 
 namespace {
 
@@ -142,6 +147,84 @@ void BM_EgChunkKV_r05(benchmark::State& s) { run_selector(s, kvaudit::Method::Eg
 void BM_ChunkKV_r09(benchmark::State& s) { run_selector(s, kvaudit::Method::ChunkKV, "0.9"); }
 void BM_ChunkKV_r05(benchmark::State& s) { run_selector(s, kvaudit::Method::ChunkKV, "0.5"); }
 
+// Layer 0's float32 head sums and what the passes need around them, prepared once per T.
+struct HotLayer {
+  std::vector<float> x;
+  kvaudit::select::detail::ChunkGeometry g;
+  kvaudit::select::Workspace ws;
+  std::span<float> score() { return {ws.score_f.data(), static_cast<std::size_t>(g.n_chunks)}; }
+  std::span<float> entropy() { return {ws.entropy_f.data(), static_cast<std::size_t>(g.n_chunks)}; }
+};
+constexpr kvaudit::Index kEgChunkLength = 10;
+
+HotLayer& hot_layer(kvaudit::Index tokens) {
+  static std::map<kvaudit::Index, std::unique_ptr<HotLayer>> cache;
+  auto& slot = cache[tokens];
+  if (!slot) {
+    const kvaudit::ScoreTensor& s = scores_for(tokens);
+    slot = std::make_unique<HotLayer>();
+    slot->x.resize(static_cast<std::size_t>(tokens));
+    const kvaudit::HeadScores layer{kHeads, tokens, {layer_values(s, 0), static_cast<std::size_t>(kHeads * tokens)}};
+    kvaudit::select::detail::head_sum<float>(layer, slot->x);
+    slot->g = kvaudit::select::detail::geometry(tokens, kEgChunkLength);
+    slot->ws.reserve(tokens, kEgChunkLength, kvaudit::Flavour::Kvpress);
+  }
+  return *slot;
+}
+
+void set_pass_counters(benchmark::State& state) {
+  state.counters["time/token"] = benchmark::Counter(static_cast<double>(state.range(0)),
+                                                    benchmark::Counter::kIsIterationInvariantRate |
+                                                        benchmark::Counter::kInvert);
+}
+
+// Chunk means and fast entropies in SIMD lanes (block_statistics), C = 10.
+void BM_PassStatistics(benchmark::State& state) {
+  HotLayer& h = hot_layer(state.range(0));
+  for (auto _ : state)
+    benchmark::DoNotOptimize(
+        kvaudit::select::detail::kvpress_chunk_statistics_lanes(h.x, h.g, h.score(), h.entropy(), h.ws.lanes));
+  set_pass_counters(state);
+}
+
+// The chunk order (radix sort of the means).
+void BM_PassChunkOrder(benchmark::State& state) {
+  HotLayer& h = hot_layer(state.range(0));
+  kvaudit::select::detail::kvpress_chunk_statistics_lanes(h.x, h.g, h.score(), h.entropy(), h.ws.lanes);
+  for (auto _ : state) {
+    kvaudit::select::detail::chunk_order(h.ws.score_f.data(), h.g.n_chunks, h.ws.order.data(), h.ws);
+    benchmark::ClobberMemory();
+  }
+  set_pass_counters(state);
+}
+
+// The entropy median settled exactly from the fast entropies (median, band, exact recomputation).
+void BM_PassMedianGate(benchmark::State& state) {
+  HotLayer& h = hot_layer(state.range(0));
+  kvaudit::select::detail::kvpress_chunk_statistics_lanes(h.x, h.g, h.score(), h.entropy(), h.ws.lanes);
+  const double margin = kvaudit::select::detail::fast_entropy_margin(kEgChunkLength);
+  for (auto _ : state)
+    benchmark::DoNotOptimize(kvaudit::select::detail::settle_median_gate(h.x.data(), h.g, h.entropy(), margin,
+                                                                         h.ws.median_f, h.ws.band));
+  set_pass_counters(state);
+}
+
+// Every pass of EG-ChunkKV on one layer given as a single head, the head sums themselves (the head sum is then
+// a copy of 4 bytes per token).
+void eg_after_head_sum(benchmark::State& state, const char* ratio) {
+  HotLayer& h = hot_layer(state.range(0));
+  const kvaudit::HeadScores one{1, state.range(0), h.x};
+  const kvaudit::SelectorParams p = params_for(kvaudit::Method::EgChunkKV, ratio);
+  kvaudit::Selection out;
+  for (auto _ : state) {
+    kvaudit::select::select_layer(one, p, h.ws, out);
+    benchmark::DoNotOptimize(out.kept.data());
+  }
+  set_pass_counters(state);
+}
+void BM_PassesEgChunkKV_r09(benchmark::State& s) { eg_after_head_sum(s, "0.9"); }
+void BM_PassesEgChunkKV_r05(benchmark::State& s) { eg_after_head_sum(s, "0.5"); }
+
 #define KVAUDIT_SIZES ->Arg(4096)->Arg(32768)->Arg(131072)->UseRealTime()->Unit(benchmark::kMillisecond)
 // Tensors are generated once per T and kept (164 MiB in all).
 BENCHMARK(BM_ReadOnce) KVAUDIT_SIZES;
@@ -153,6 +236,13 @@ BENCHMARK(BM_ChunkKV_r09) KVAUDIT_SIZES;
 BENCHMARK(BM_ChunkKV_r05) KVAUDIT_SIZES;
 BENCHMARK(BM_EgChunkKV_r09_reuse) KVAUDIT_SIZES;
 BENCHMARK(BM_EgChunkKV_r05_reuse) KVAUDIT_SIZES;
+// One layer in cache, one thread: CPU time is wall time.
+#define KVAUDIT_PASS ->Arg(131072)->Unit(benchmark::kMicrosecond)
+BENCHMARK(BM_PassStatistics) KVAUDIT_PASS;
+BENCHMARK(BM_PassChunkOrder) KVAUDIT_PASS;
+BENCHMARK(BM_PassMedianGate) KVAUDIT_PASS;
+BENCHMARK(BM_PassesEgChunkKV_r09) KVAUDIT_PASS;
+BENCHMARK(BM_PassesEgChunkKV_r05) KVAUDIT_PASS;
 
 }  // namespace
 
