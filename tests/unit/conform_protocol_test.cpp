@@ -144,7 +144,9 @@ void expect_interrupt_kills_the_implementation(int sig) {
   int status = 0;
   ASSERT_EQ(::waitpid(kv, &status, 0), kv);
   EXPECT_TRUE(WIFEXITED(status)) << "kvaudit did not exit on its own (killed by signal " << WTERMSIG(status) << ")";
-  if (WIFEXITED(status)) EXPECT_EQ(WEXITSTATUS(status), 128 + sig);
+  if (WIFEXITED(status)) {
+    EXPECT_EQ(WEXITSTATUS(status), 128 + sig);
+  }
   // Reparented to init once kvaudit is gone; SIGKILL has been sent, give the kernel a moment to deliver it.
   std::vector<int> left = live_members(impl_pid);
   for (int i = 0; i < 100 && !left.empty(); ++i) {
