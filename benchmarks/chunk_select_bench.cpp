@@ -209,11 +209,20 @@ void BM_PassMedianGate(benchmark::State& state) {
   set_pass_counters(state);
 }
 
-// Every pass of EG-ChunkKV on one layer given as a single head, the head sums themselves (the head sum is then
-// a copy of 4 bytes per token).
+// The layer given as a single head, the head sums themselves: what BM_PassesEgChunkKV_* pay for their head sum
+// (a copy and the finiteness check), to subtract from them.
+kvaudit::HeadScores as_one_head(HotLayer& h) { return {1, h.g.tokens, h.x}; }
+void BM_PassOneHeadSum(benchmark::State& state) {
+  HotLayer& h = hot_layer(state.range(0));
+  const kvaudit::HeadScores one = as_one_head(h);
+  for (auto _ : state) benchmark::DoNotOptimize(kvaudit::select::detail::head_sum<float>(one, h.ws.xf));
+  set_pass_counters(state);
+}
+
+// Every pass of EG-ChunkKV on that one-head layer.
 void eg_after_head_sum(benchmark::State& state, const char* ratio) {
   HotLayer& h = hot_layer(state.range(0));
-  const kvaudit::HeadScores one{1, state.range(0), h.x};
+  const kvaudit::HeadScores one = as_one_head(h);
   const kvaudit::SelectorParams p = params_for(kvaudit::Method::EgChunkKV, ratio);
   kvaudit::Selection out;
   for (auto _ : state) {
@@ -241,6 +250,7 @@ BENCHMARK(BM_EgChunkKV_r05_reuse) KVAUDIT_SIZES;
 BENCHMARK(BM_PassStatistics) KVAUDIT_PASS;
 BENCHMARK(BM_PassChunkOrder) KVAUDIT_PASS;
 BENCHMARK(BM_PassMedianGate) KVAUDIT_PASS;
+BENCHMARK(BM_PassOneHeadSum) KVAUDIT_PASS;
 BENCHMARK(BM_PassesEgChunkKV_r09) KVAUDIT_PASS;
 BENCHMARK(BM_PassesEgChunkKV_r05) KVAUDIT_PASS;
 
