@@ -115,12 +115,15 @@ void BM_HeadSum(benchmark::State& state) {
   });
 }
 
+// kvpress's default chunk lengths: EG-ChunkKV 10, ChunkKV 20.
+constexpr kvaudit::Index kEgChunkLength = 10, kChunkKVChunkLength = 20;
+
 kvaudit::SelectorParams params_for(kvaudit::Method method, const char* ratio) {
   kvaudit::SelectorParams p;
   p.method = method;
   p.flavour = kvaudit::Flavour::Kvpress;
   p.ratio = {ratio, std::strtod(ratio, nullptr)};
-  p.chunk_length = method == kvaudit::Method::ChunkKV ? 20 : 10;
+  p.chunk_length = method == kvaudit::Method::ChunkKV ? kChunkKVChunkLength : kEgChunkLength;
   return p;
 }
 
@@ -155,7 +158,6 @@ struct HotLayer {
   std::span<float> score() { return {ws.score_f.data(), static_cast<std::size_t>(g.n_chunks)}; }
   std::span<float> entropy() { return {ws.entropy_f.data(), static_cast<std::size_t>(g.n_chunks)}; }
 };
-constexpr kvaudit::Index kEgChunkLength = 10;
 
 HotLayer& hot_layer(kvaudit::Index tokens) {
   static std::map<kvaudit::Index, std::unique_ptr<HotLayer>> cache;

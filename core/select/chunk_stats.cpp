@@ -8,6 +8,7 @@
 #include <cstring>
 #include <numeric>
 #include <stdexcept>
+#include <type_traits>
 
 namespace kvaudit::select::detail {
 

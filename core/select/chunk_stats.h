@@ -5,7 +5,6 @@
 #include <algorithm>
 #include <cstdint>
 #include <span>
-#include <type_traits>
 
 #include "core/select/chunk_select.h"
 
